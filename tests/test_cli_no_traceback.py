@@ -227,3 +227,36 @@ def test_logs_follow_reads_a_damaged_run_record_as_not_ended(tmp_path, text):
 
     (tmp_path / "run.json").write_text(text)
     assert _ended(tmp_path) is False
+
+
+CLOSED_STDOUT = ("cannot write the output to stdout: it is closed (>&-); send it elsewhere: > FILE, or > /dev/null "
+                 "to drop it")
+
+
+@pytest.mark.parametrize("line", [
+    "validate", "--version", "--help", "runs ls", "render all --dry-run", "nosuchverb", "status -o json",
+])
+def test_a_closed_stdout_is_one_line_before_anything_runs(project, line):
+    """walk10 A17: `nodeweave validate >&-` (a cron line, a unit, a script that closes fds) was a traceback: Python
+    starts with no sys.stdout, and the first print failed on None."""
+    done = shell(f"{quoted(NODEWEAVE)} {line} >&-", project)
+    no_traceback(done)
+    assert done.returncode == EXIT_FAILURE and done.stderr == f"nodeweave: error: {CLOSED_STDOUT}\n", done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--explain", "--", "train.py"], ["--help"], ["--version"]])
+def test_the_entrypoint_with_a_closed_stdout_is_one_line(project, argv):
+    """walk10 A17: `nodeweave-entrypoint --explain -- train.py >&-` failed on None's `write`."""
+    done = shell(f"NODE_RANK=0 NNODES=1 {quoted(ENTRYPOINT)} {quoted(argv)} >&-", project)
+    no_traceback(done)
+    assert done.returncode == EXIT_FAILURE and done.stderr.splitlines()[-1] == \
+        f"nodeweave-entrypoint: error: {CLOSED_STDOUT}", done.stderr
+
+
+@pytest.mark.parametrize("verb", ["validate", "render all --dry-run", "up --dry-run"])
+def test_a_spec_from_a_closed_stdin_is_one_line(project, verb):
+    """walk10 A18: `nodeweave validate --spec - <&-` (a CI step, `ssh host '...' <&-`) was a traceback on
+    sys.stdin being None."""
+    done = shell(f"{quoted(NODEWEAVE)} {verb} --spec - <&-", project)
+    no_traceback(done)
+    assert done.returncode == EXIT_USAGE and "--spec -: standard input is closed (<&-)" in done.stderr, done.stderr

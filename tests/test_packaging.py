@@ -20,11 +20,26 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    wheels, target = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("site")
+def built(tmp_path_factory):
+    wheels = tmp_path_factory.mktemp("wheels")
     build = build_wheel(wheels)
     if build.returncode != 0:
         pytest.fail(f"the wheel did not build: {build.stderr[-800:]}")
+    return wheels, build
+
+
+def test_the_wheel_builds_without_a_deprecation_warning(built):
+    """walk10 A23: README's `pip wheel --no-deps -w dist .` printed setuptools' BuildBackendWarning three times (the
+    license as a TOML table, unsupported after 2027-02-18): the license is an SPDX expression."""
+    _, build = built
+    said = build.stdout + build.stderr
+    assert "Warning" not in said and "deprecated" not in said, said[-1500:]
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory):
+    wheels, _ = built
+    target = tmp_path_factory.mktemp("site")
     (wheel,) = wheels.glob("nodeweave-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)

@@ -254,7 +254,8 @@ READ_ONLY_VERBS = [("init", "--dry-run"), ("init", "--out", "other.yaml", "--dry
                    ("doctor", "--capture", "cap", "--dry-run"), ("up", "--dry-run"),
                    ("bench", "--dry-run", "--json-out", "b.json"),
                    ("hosts", "probe", "--node", "gpu01", "--write-hostfile", "hf", "--dry-run"),
-                   ("render", "all", "--dry-run"), ("run", "--dry-run")]
+                   ("render", "all", "--dry-run"), ("run", "--dry-run"),
+                   ("image", "build", "cpu", "--dry-run")]  # walk10 A12: the default context, as --context is
 
 
 def _in_a_read_only_folder(folder, *argv):
@@ -270,6 +271,14 @@ def _in_a_read_only_folder(folder, *argv):
     if done.returncode != 0 and "mount" in done.stderr and "nodeweave" not in done.stderr:
         pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
     return done
+
+
+def test_a_check_that_writes_nothing_passes_in_a_read_only_folder(team, capsys):
+    """walk10 A11: `render all --check` in a read-only checkout (CI's read-only source mount) was refused as a
+    render would be, though --check writes nothing; an up-to-date tree is exit 0, a stale one 4."""
+    assert run_cli(capsys, "render", "all")[0] == 0
+    done = _in_a_read_only_folder(team, "render", "all", "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("argv", READ_ONLY_VERBS, ids=[" ".join(a) for a in READ_ONLY_VERBS])

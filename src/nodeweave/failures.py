@@ -146,18 +146,19 @@ CREATED = "created if missing"  # what a folder option that makes its folder say
 
 
 def writable_dir(path: Path, flag: str, system_ok: bool = False, missing: str = CREATED,
-                 runs_ok: bool = False) -> Path:
+                 runs_ok: bool = False, judge_access: bool = True) -> Path:
     """``path`` if it is, or can be made, a directory this process may write nodeweave's files into; else exit 2
     naming why. Never ``/``, a system folder (``/etc``, ``/usr``, ...), a kernel file system (``/proc``) or
     nodeweave's own state folder (``.nodeweave``), whether it exists or not: the dry run refuses them as the
     real write would (or, as root, would not, and litter the system). ``missing``: what the option does with a
     folder not there, said in every refusal's accepted clause (``--wheelhouse`` makes none: walk6 M4). ``runs_ok``:
-    the option names the run folders' own store (``--runs-dir``)."""
+    the option names the run folders' own store (``--runs-dir``). ``judge_access`` False: this call writes nothing
+    there (``render --check``), so only what the folder is is judged, not whether it can be written."""
     here = Path(os.path.abspath(path))
     problem = own_folder_problem(here, system_ok, runs_ok)
     if problem is not None:
         raise UsageError(f"{flag} {path}: {problem}; accepted: a folder of your own ({missing})")
-    problem = unwritable(here)
+    problem = unwritable(here) if judge_access else None
     if problem:
         raise UsageError(f"{flag} {path}: {problem}; choose a directory you can write")
     return here

@@ -312,6 +312,11 @@ def main(argv: "list[str] | None" = None) -> int:
     """
     if argv is not None:
         return _main(list(argv))
+    from nodeweave.entrypoint.errors import stdout_closed  # one rule for both programs
+
+    closed = stdout_closed("nodeweave")
+    if closed is not None:
+        return closed
     AS_PROGRAM[:] = [True]
     from nodeweave.usertext import people_stream
 

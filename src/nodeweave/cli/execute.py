@@ -53,7 +53,8 @@ def exec_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
-    noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False) + hidden_notes(variables, nodes)]
+    noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False) + hidden_notes(variables, nodes)
+             + script_notes(command)]
     if dry_run:
         from dataclasses import replace
 
@@ -66,6 +67,20 @@ def exec_command(
     out = console(stderr=is_data(fmt))
     done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet, hidden=hidden))
     _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)
+
+
+def script_notes(command: List[str]) -> List[str]:
+    """A script named bare (``exec -- train.py``) is looked up on the node's PATH, never in the workspace: the
+    exec fails with "executable file not found" on every node (replay10 R6). Say which verb the user meant."""
+    first = command[0]
+    if "/" in first or not first.endswith((".py", ".sh")):
+        return []
+    if first.endswith(".sh"):
+        return [f"{first} is looked up as a program on the node's PATH, where no script of the workspace is: "
+                f"`nodeweave exec -- bash {first}` runs it once per node"]
+    return [f"{first} is looked up as a program on the node's PATH, where no script of the workspace is: "
+            f"`nodeweave run -- {first}` starts it under the launcher on every rank; "
+            f"`nodeweave exec -- python {first}` runs it once per node"]
 
 
 def _report(command: List[str], results, fmt: str, out) -> None:

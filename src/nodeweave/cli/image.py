@@ -35,6 +35,41 @@ def _parse_build_args(values: List[str]) -> dict:
     return parsed
 
 
+# build args an option of `image build` sets: (the option, whether the arg's value is the option's value or a switch)
+OPTION_BUILD_ARGS = {"BASE_IMAGE": "--base", "PIP_NO_INDEX": "--offline"}
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _options_spelt_as_build_args(build_args: dict, base: Optional[str], offline: bool) -> "tuple[Optional[str], bool]":
+    """(base, offline) with ``--build-arg BASE_IMAGE=...`` read as ``--base`` and ``--build-arg PIP_NO_INDEX=1`` as
+    ``--offline``, the options that set them, so the by-hand spelling gets the option's checks and plan (the
+    wheelhouse's contents checked for an offline build, the base named); both spellings at odds: refused (walk10 A21:
+    ``--base`` silently won over the build arg; replay10 A5: PIP_NO_INDEX=1 skipped the wheelhouse check and the
+    plan said "then the index"). Pops them from ``build_args``."""
+    if "BASE_IMAGE" in build_args:
+        given = build_args.pop("BASE_IMAGE")
+        if base is not None and given != base:
+            raise UsageError(f"--build-arg BASE_IMAGE={given} and --base {base} both set the base image; accepted: "
+                             "one of them (--base is nodeweave's spelling)")
+        if not given:
+            raise UsageError("--build-arg BASE_IMAGE= is empty; accepted: --base IMAGE (or leave both out for the "
+                             "variant's base, or the spec's image.base)")
+        from nodeweave.cli.habits.output import check_image_reference
+
+        base = check_image_reference(given, "--build-arg BASE_IMAGE")
+    if "PIP_NO_INDEX" in build_args:
+        given = build_args.pop("PIP_NO_INDEX").strip().lower()
+        if given not in _TRUE + _FALSE:
+            raise UsageError(f"--build-arg PIP_NO_INDEX={given!r} is not accepted: --offline (pip uses the wheelhouse "
+                             "only), or leave it out (pip looks in the wheelhouse, then the index)")
+        if given in _FALSE and offline:
+            raise UsageError(f"--build-arg PIP_NO_INDEX={given} and --offline say opposite things; accepted: one of "
+                             "them (--offline is nodeweave's spelling)")
+        offline = offline or given in _TRUE
+    return base, offline
+
+
 def _engine_for_dry_run(engine_name: Optional[str]):
     """(the engine a real build would use, or None when it does not answer; the kind the plan shows: the engine
     named, else the first installed, as the real build picks; what the real build would end with, or None)."""
@@ -78,7 +113,9 @@ def build(
                                          "container:ID or ns:PATH must exist on this machine (checked at --dry-run too; "
                                          "docker's BuildKit takes default, host or none)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
-    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args; a KEY "
+    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args; "
+                                          "BASE_IMAGE=... is read as --base and PIP_NO_INDEX=1 as --offline (at odds "
+                                          "with them: refused); a KEY "
                                           "the Dockerfile declares no ARG for (the proxies aside), a secret-looking "
                                           "KEY (*TOKEN*, *PASSWORD*, ...) or a URL with user:password@ is refused: no "
                                           "step would see it, or ps would"),
@@ -116,11 +153,14 @@ def build(
         why = "is not a directory" if context_dir.exists() else "does not exist"
         raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
                          "spec's folder)")
-    if context is not None:  # the build writes <context>/wheelhouse/: --out's rule for a folder written into
-        from nodeweave.failures import writable_dir
+    # the build writes <context>/wheelhouse/ and the Dockerfile it renders: --out's rule for a folder written into,
+    # the default context (the spec's folder) judged as a given one is (walk10 A12: a read-only checkout was
+    # refused as --context and planned as the default)
+    from nodeweave.failures import writable_dir
 
-        writable_dir(context_dir, "--context", missing="that exists: the folder the build reads and writes its "
-                     "wheelhouse/ into")
+    writable_dir(context_dir, "--context" if context is not None else "the build context (the spec's folder, "
+                 "--context's default)", missing="that exists: the folder the build reads and writes its "
+                 "wheelhouse/ into", system_ok=context is None)
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
         refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
@@ -128,8 +168,10 @@ def build(
                                           "--engine": engine_name, "--no-cache": no_cache, "--push": push})
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)
         return
+    build_args = _parse_build_args(build_arg)
+    base, offline = _options_spelt_as_build_args(build_args, base, offline)
     options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
-                   build_args=_parse_build_args(build_arg), spec_path=spec_path)
+                   build_args=build_args, spec_path=spec_path)
     scratch = spec_folder(spec_path) / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
     # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
     prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)

@@ -196,7 +196,7 @@ def render(
         call = memo.this_call(invoked_argv(), spec_path, out_dir)
         kept = memo.answer(call) if call else None
         if kept is not None:
-            _refuse_out(out, out_dir)
+            _refuse_out(out, out_dir, writes=False)
             _report(kept, data_format(as_json, output))
             return
         seen = memo.watch(call) if call else None
@@ -226,9 +226,11 @@ def _refuse_quoted_names_not_text(spec_path: Path, out: "Path | None", out_from_
                          "whose name is UTF-8 (or rename the folder)")
 
 
-def _refuse_out(out: "Path | None", out_dir: Path) -> None:
-    """--out (or the spec's folder) as every render, and a check answered from its memo, first refuse it."""
-    writable_dir(out_dir, "--out", system_ok=out is None)
+def _refuse_out(out: "Path | None", out_dir: Path, writes: bool = True) -> None:
+    """--out (or the spec's folder) as every render, and a check answered from its memo, first refuse it; a check
+    (``writes`` False) writes nothing there, so a read-only tree is no reason to refuse it (walk10 A11: CI's
+    read-only checkout)."""
+    writable_dir(out_dir, "--out", system_ok=out is None, judge_access=writes)
     from nodeweave.jobstate import refuse_in_the_way
     from nodeweave.rendering.record import RECORD
 
@@ -316,7 +318,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
 
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_folder(spec_path)).resolve()
-    _refuse_out(out, out_dir)
+    _refuse_out(out, out_dir, writes=not check)
     _refuse_checkpoint_out(spec, spec_path, out_dir)
     targets = wanted_targets(spec) if target == "all" else [target]
     wanted = list(targets)

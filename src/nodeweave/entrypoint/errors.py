@@ -101,12 +101,26 @@ def last_resort(main, argv, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_P
     handler (exit 130). stdout is flushed here, inside the guard, so the interpreter's exit flush cannot
     print "Exception ignored" afterwards.
     """
+    closed = stdout_closed(prog)
+    if closed is not None:
+        return closed
     try:
         code = main(argv)
         sys.stdout.flush()
         return code
     except (KeyboardInterrupt, OSError) as err:
         return ended_by(err, prog, write_failure, pipe_closed)
+
+
+def stdout_closed(prog):
+    """EXIT_FAILURE after one line on stderr when this program was started with stdout closed (``>&-``: a cron
+    line, a unit or a script that closes fds; Python then has no sys.stdout and the first print was a traceback,
+    walk10 A17), else None. Said before anything runs: every verb of both programs prints its result there."""
+    if sys.stdout is not None:
+        return None
+    _tell("{}: error: cannot write the output to stdout: it is closed (>&-); send it elsewhere: > FILE, or "
+          "> /dev/null to drop it".format(prog))
+    return EXIT_FAILURE
 
 
 def ended_by(err, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_PIPE_CLOSED):

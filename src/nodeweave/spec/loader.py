@@ -125,6 +125,9 @@ def read_spec_text(path: Path) -> str:
             if STDIN not in _read_from_streams:
                 import sys
 
+                if sys.stdin is None:  # `<&-`: a CI step or `ssh host '...'` with no stdin (walk10 A18)
+                    raise UsageError("--spec -: standard input is closed (<&-), so no spec can be read from it; "
+                                     "pipe the spec in (--spec - < nodeweave.yaml) or give its path (--spec FILE)")
                 _read_from_streams[STDIN] = bounded.read_stream(sys.stdin.buffer, MAX_SPEC_BYTES, "a spec",
                                                                 STDIN_NAME).decode("utf-8")
             return _read_from_streams[STDIN]

@@ -335,6 +335,14 @@ class Reader:
         return f"{path}.{shown_key}" if path else shown_key
 
 
+# the spec's keys that name a file or folder (a bare ~ there was meant as the home folder): by the ends of their names
+PATH_KEYS = ("path", "dir", "file", "folder", "context", "script", "sif", "source", "requirements", "wheelhouse")
+
+
+def _names_a_path(key: str) -> bool:
+    return key.endswith(PATH_KEYS)
+
+
 class Fields:
     """The known keys of one mapping in the spec, with the node of each for error lines."""
 
@@ -356,9 +364,14 @@ class Fields:
     def _refuse_bare_tilde(self, key: str) -> None:
         value = self._entries[key][1] if key in self._entries else None
         if isinstance(value, ScalarNode) and value.style is None and value.value == "~":
-            raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given (the default), "
-                                   "not a home folder", "the value written out ('~/' quoted for your home, or the "
-                                   "path), or the key left out for the default")
+            if _names_a_path(key):
+                raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given (the default), "
+                                       "not a home folder", "the value written out ('~/' quoted for your home, or "
+                                       "the path), or the key left out for the default")
+            # not a path: the home folder is no reading of it (walk10 A20: `nodes: ~` was told of home folders)
+            raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given (the default)",
+                                   "the value written out, or the key left out (or null written out) for the "
+                                   "default")
 
     def require(self, key: str, accepted: str) -> Node:
         self._refuse_bare_tilde(key)

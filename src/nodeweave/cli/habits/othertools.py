@@ -37,6 +37,7 @@ HABITS: Dict[str, Dict[str, str]] = {
 OPTIONS: Dict[str, "tuple[str, str]"] = {
     "-f": ("--spec", "the file a command works from, as kubectl apply -f, docker compose -f, helm -f"),
     "--file": ("--spec", "the file a command works from, as docker compose --file"),
+    "--filename": ("--spec", "the file a command works from, as kubectl apply --filename"),
     "--context": ("--kube-context", "the kubeconfig context, as kubectl --context"),
 }
 

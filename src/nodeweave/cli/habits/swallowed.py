@@ -61,6 +61,21 @@ def _a_number(word: str) -> bool:
     return True
 
 
+def can_start_with_a_dash(param) -> bool:
+    """Whether a value of ``param`` may itself start with ``-``: a path (a file named ``-x``) or another program's
+    options. A name (a host, node, namespace, variable) or a number never does (a negative number is no flag)."""
+    import typing
+    from pathlib import PurePath
+
+    import click
+
+    if set(param.opts) & set(VALUES_ARE_OPTIONS) or isinstance(getattr(param, "type", None), click.Path):
+        return True
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)  # typer's own option
+    kinds = (annotation, *typing.get_args(annotation))
+    return any(isinstance(kind, type) and issubclass(kind, PurePath) for kind in kinds)
+
+
 def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
     """Exit 2 naming the first option whose value, read from the next word, is a flag or the bare ``--`` (only the
     words before the ``--`` that stands where an option could are nodeweave's; ``--OPTION=VALUE`` is the way to give a value that starts with ``--``)."""
@@ -91,9 +106,12 @@ def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
                 what = f"reads as `{verb}`'s option {value[:2]} with its value joined"
             else:
                 what = "looks like an option (it starts with -)"
+            # the joined form only where such a value can be meant: a file or folder, another program's options
+            # (replay10 A21: `--host=-oProxyCommand=x` was advised, which --host then refused as no host name)
+            joined = (f", or {longest}={value} where the value itself starts with -"
+                      if can_start_with_a_dash(param) else "")
             raise UsageError(
                 f"{word} {value!r}: {value!r} {what}, not a value for {word} (an unset variable before it?); "
                 f"nothing was run; accepted: a value after {word}, quoted when it is a variable "
-                f"({word} \"$VALUE\" refuses an empty one), or {longest}={value} where the value itself starts "
-                "with -")
+                f"({word} \"$VALUE\" refuses an empty one){joined}")
         index += 2

@@ -127,14 +127,21 @@ def _warn_derived_token(plan, settings):
     """A live multi-node node whose check-in would use the derived token (also under --no-wait: doctor's plan;
     not for a captured tree, whose plans show the hardware's findings)."""
     topo = plan.topology
-    if topo.nnodes_max <= 1 or settings.get("exchange") is False or settings.sysroot not in ("/", "", None):
+    if topo.nnodes_max <= 1 or settings.sysroot not in ("/", "", None):
         return
     from .rules import emit
+    from ..model import given
 
     env = settings.env
+    off = switched_off(settings)
+    if off and off != "--no-wait":  # --no-wait is doctor's plan of a live start: its token is warned as ever
+        # the secret is read by the exchange alone; a user who set it believes the nodes check each other (replay10
+        # B19). Only the variable: `nodeweave up` hands every node a token file whatever the exchange.
+        if given(env, TOKEN_VARIABLE):
+            emit(plan.warnings, "job-token-unread", f"{TOKEN_VARIABLE} is set, but the check-in exchange that alone "
+                 f"reads it is off ({off}): no node checks another's secret")
+        return
     if job_secret(env)[0] is not None:
-        from ..model import given
-
         path = given(env, TOKEN_FILE_VARIABLE)
         if path and given(env, TOKEN_VARIABLE):  # walk7 B37: the file the peers read is ignored here, silently
             emit(plan.warnings, "job-token-twice", f"{TOKEN_VARIABLE} and {TOKEN_FILE_VARIABLE} are both set: "

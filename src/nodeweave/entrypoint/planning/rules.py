@@ -410,6 +410,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("job-token-twice", None, WARNING,
          "give the secret one way on every node: unset NODEWEAVE_JOB_TOKEN (a value left in the environment) "
          "and keep NODEWEAVE_JOB_TOKEN_FILE, the Secret nodeweave mounts"),
+    Rule("job-token-unread", None, WARNING,
+         "turn the check-in exchange on (NODEWEAVE_EXCHANGE=on, the default) for the nodes to check each other's "
+         "secret, or unset NODEWEAVE_JOB_TOKEN"),
     Rule("job-token-file-readable", None, WARNING,
          "make the token file readable by its owner only (chmod 600), or mount the Secret with mode 0400"),
     Rule("derived-job-token", None, WARNING,
