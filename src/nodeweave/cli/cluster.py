@@ -72,14 +72,18 @@ def up_command(
         from nodeweave.errors import EnvironmentProblem
 
         raise EnvironmentProblem(absent)
+    from nodeweave.cluster.onbackend import up_busy_line
+
+    busy = up_busy_line(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
+        from nodeweave.errors import EnvironmentProblem
 
         unreached = unreached_hosts(backend, backend.nodes(for_up=True))
         if unreached:  # bare hosts ssh cannot reach: nothing starts there, so nothing is recorded (walk9 A36)
-            from nodeweave.errors import EnvironmentProblem
-
             raise EnvironmentProblem(unreached_line(backend, unreached) + "; nothing was started or recorded")
+        if busy:
+            raise EnvironmentProblem(busy + "; nothing was started or recorded")
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
@@ -97,8 +101,9 @@ def up_command(
     said = [*([f"note: {missing}"] if missing else []), *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
-    if absent:  # a dry run (the real up refused above)
-        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
+    for problem in (absent, busy):  # a dry run (the real up refused above)
+        if problem:
+            plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return

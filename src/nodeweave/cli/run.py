@@ -77,7 +77,7 @@ def run_command(
     from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, hidden_notes, parse_env,
                                          parse_sweeps, sweep_points)
     from nodeweave.hidden import NONE, hide
-    from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.cluster.onbackend import live_nodes, refuse_busy, require_up
     from nodeweave.entrypoint.planning.consistency import no_script
 
     fmt = data_format(as_json, output)
@@ -141,6 +141,7 @@ def run_command(
                     checking, nnodes=nodes_wanted)
     if not dry_run:
         require_up(backend, nodes, "run")
+        refuse_busy(backend, nodes, "run")  # before a run folder is made (walk10 C1: each node refused it)
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     from nodeweave.cli.habits.dashes import unexpanded_note
 

@@ -1,0 +1,78 @@
+"""walk10 (issue 43), rows C1 to C10 of a first-day user operating a real local cluster: one test per class."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from team_folder import make_job_folder
+
+# A podman whose containers run and whose every node answers `--node status` with the run RUNS says is in progress
+# (none: idle); each call's argv is logged.
+FAKE_PODMAN = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(json.dumps(args) + "\\n")
+if args[:1] == ["inspect"]:
+    fmt = args[args.index("--format") + 1]
+    for name in (a for a in args[1:] if not a.startswith("-") and a != fmt):
+        print(json.dumps(name), json.dumps("running"), 0 if "Status" in fmt else "{{}}")
+elif args[:1] == ["exec"] and "status" in args and "--node" in args:
+    run = os.environ.get("FAKE_RUN")
+    print(json.dumps({{"hold": True, "mode": "hold", "plan": {{"hash": "abc", "node_rank": 0}},
+                      "runs": [{{"run_id": run, "started": 1e9}}] if run else [], "now": 1e9 + 5}}))
+elif args[:1] == ["exec"]:
+    print("ran")
+"""
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    """A job folder whose two nodes are up (a fake podman), holding; returns the log of podman's calls."""
+    make_job_folder(tmp_path, monkeypatch)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = folder / "calls.jsonl"
+    (folder / "podman").write_text(FAKE_PODMAN.format(python=sys.executable, log=str(log)))
+    (folder / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    return log
+
+
+def _calls(log):
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+# --- C1, C8: a verb that starts a run, or recreates the nodes, while a run is in progress -------------------------
+
+
+@pytest.mark.parametrize("verb", sorted(__import__("nodeweave.cluster.onbackend", fromlist=["x"]).BUSY_CONSEQUENCE))
+def test_a_verb_that_would_start_a_run_or_recreate_the_nodes_is_refused_while_a_run_is_in_progress(
+        capsys, cluster, monkeypatch, tmp_path, verb):
+    """C1 C8: `run` (every node would refuse it, after a failed run folder was made) and `up` (it recreates the
+    nodes, killing the run) are refused up front, exit 3, naming the run and `nodeweave stop`; nothing is started,
+    no run folder is made, nothing recorded."""
+    monkeypatch.setenv("FAKE_RUN", "20261130T000000Z-proj")
+    argv = {"run": ["run"], "up": ["up", "--hold"]}[verb]
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 3, out + err
+    assert "run 20261130T000000Z-proj is in progress on node-0, node-1" in line and "`nodeweave stop`" in line, line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert not (tmp_path / ".nodeweave" / "proj" / "cluster.json").exists()
+    launched = [c for c in _calls(cluster) if c[:1] == ["exec"] and "status" not in c]
+    assert not launched and not any("compose" in " ".join(c) for c in _calls(cluster)), launched
+
+
+def test_up_dry_run_says_the_real_up_would_be_refused_while_a_run_is_in_progress(capsys, cluster, monkeypatch):
+    """C8: the dry run of `up` says what the real one would do."""
+    monkeypatch.setenv("FAKE_RUN", "20261130T000000Z-proj")
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
+    assert code == 0, out + err
+    assert "the real up would end with exit 3: run 20261130T000000Z-proj is in progress" in out, out
