@@ -52,12 +52,15 @@ def _calls(log):
 # --- C1, C8: a verb that starts a run, or recreates the nodes, while a run is in progress -------------------------
 
 
-@pytest.mark.parametrize("verb", sorted(__import__("nodeweave.cluster.onbackend", fromlist=["x"]).BUSY_CONSEQUENCE))
+@pytest.mark.parametrize("verb", ["run", "up"])  # onbackend.BUSY_CONSEQUENCE's verbs, as the test checks
 def test_a_verb_that_would_start_a_run_or_recreate_the_nodes_is_refused_while_a_run_is_in_progress(
         capsys, cluster, monkeypatch, tmp_path, verb):
     """C1 C8: `run` (every node would refuse it, after a failed run folder was made) and `up` (it recreates the
     nodes, killing the run) are refused up front, exit 3, naming the run and `nodeweave stop`; nothing is started,
     no run folder is made, nothing recorded."""
+    from nodeweave.cluster import onbackend
+
+    assert sorted(getattr(onbackend, "BUSY_CONSEQUENCE", {})) == ["run", "up"]
     monkeypatch.setenv("FAKE_RUN", "20261130T000000Z-proj")
     argv = {"run": ["run"], "up": ["up", "--hold"]}[verb]
     code, out, err = run_cli(capsys, *argv)
@@ -76,3 +79,36 @@ def test_up_dry_run_says_the_real_up_would_be_refused_while_a_run_is_in_progress
     code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
     assert code == 0, out + err
     assert "the real up would end with exit 3: run 20261130T000000Z-proj is in progress" in out, out
+
+
+def _run_folder(tmp_path, run_id, line):
+    folder = tmp_path / "runs" / run_id
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"run_id": run_id, "job": "proj"}))
+    (folder / "node-0.log").write_text(line + "\n")
+    return folder
+
+
+def test_logs_reads_the_run_in_progress_not_a_newer_folder(capsys, cluster, monkeypatch, tmp_path):
+    """C2: while the nodes hold and a run is in progress, plain `logs` (and -f) reads that run (the one `status`
+    shows), not the newest folder (a failed or refused run started later)."""
+    going = _run_folder(tmp_path, "20261130T000000Z-proj", "the run in progress")
+    newer = _run_folder(tmp_path, "20261130T000100Z-proj", "a newer failed run")
+    os.utime(going, (1e9, 1e9))
+    monkeypatch.setenv("FAKE_RUN", going.name)
+    code, out, err = run_cli(capsys, "logs")
+    assert code == 0, out + err
+    assert f"# {going}" in out and "the run in progress" in out and str(newer) not in out, out
+    monkeypatch.delenv("FAKE_RUN")  # none in progress: the newest, as before
+    code, out, err = run_cli(capsys, "logs")
+    assert code == 0 and f"# {newer}" in out, out + err
+
+
+@pytest.mark.parametrize("where", [[], ["--run", "last"]])
+def test_logs_refusing_an_option_prints_no_header(capsys, cluster, tmp_path, where):
+    """C3: `logs --node 2` on a two-node job is refused (exit 2) before the run's `# folder` header reaches stdout,
+    read through the cluster or with --run."""
+    _run_folder(tmp_path, "20261130T000000Z-proj", "a line")
+    code, out, err = run_cli(capsys, "logs", *where, "--node", "2")
+    assert code == 2 and out == "", (out, err)
+    assert "--node 2" in one_line(err), err

@@ -410,7 +410,7 @@ def logs_command(
     from nodeweave.cluster.logs import container_logs, log_window, run_logs
 
     window = log_window(tail, since)  # judged before any node is asked
-    from nodeweave.cluster.runfolder import latest_run
+    from nodeweave.cluster.runfolder import latest_run, run_folder_named
     from nodeweave.cluster.onbackend import live_nodes, not_up, require_up
 
     out = console()
@@ -426,21 +426,24 @@ def logs_command(
             raise typer.Exit(EXIT_ENVIRONMENT)
         entry = one_run(entry)  # a sweep: the point running now, or the last one
         refuse_since_for_runs(since, f"--run {run} reads")
+        indices = run_folder_indices(entry.path, node)  # judged before the header: a refusal prints no stdout (C3)
         out.print(f"# {entry.path}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out, rank=rank,
-                                  collapse=not no_collapse, tail=tail))
+        raise typer.Exit(run_logs(entry.path, indices, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     spec, backend, _ = open_cluster(spec_path, reach)
     if backend.recorded_nothing():  # walk8 A19: no allocation, yet the newest run folder was shown as the job's
         live_nodes(backend, "read logs of")  # the "not up" answer status gives (exit 3)
     folder = None
     if not container:
-        held = not backend.holds
+        held, going = not backend.holds, None
         if not held:  # node 0 says whether the nodes hold; one the platform calls down is not asked
             first = live_nodes(backend, "read logs of")[0]
-            held = not not_up(backend, [first]) and ask_status(first, spec_command(spec)).holding
+            answer = None if not_up(backend, [first]) else ask_status(first, spec_command(spec))
+            held = answer is not None and answer.holding
+            going = ((answer.data or {}).get("runs") or [{}])[0].get("run_id") if held else None
         if held:
             parent = runs_parent(runs_dir, spec_path, writes=False)
-            folder = latest_run(parent, spec.name)
+            # the run in progress, as status shows it, before the newest folder (walk10 C2: a newer failed one)
+            folder = run_folder_named(parent, going) or latest_run(parent, spec.name)
             if folder is None:
                 if not backend.holds:  # nothing holds: with nothing up that is the answer (exit 3), as status says
                     live_nodes(backend, "read logs of")
@@ -449,8 +452,8 @@ def logs_command(
                                  + (" (or --container for the containers' logs)" if backend.holds else ""))
     if folder is not None:
         refuse_since_for_runs(since, "the nodes hold, so logs reads")
-        out.print(f"# {folder}", highlight=False, markup=False)
         wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
+        out.print(f"# {folder}", highlight=False, markup=False)  # once every option is judged (walk10 C3)
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
     require_up(backend, nodes, "logs")

@@ -96,6 +96,17 @@ class RunFolder:
         return target
 
 
+def run_folder_named(parent: Path, run_id: Optional[str]) -> Optional[Path]:
+    """The folder of run ``run_id`` under ``parent`` (a run's own, or a sweep's point), or None (none given, none
+    there: the run was started from another folder)."""
+    if not run_id or "/" in run_id or run_id.startswith("."):
+        return None
+    for folder in (parent / run_id, *parent.glob(f"*/{run_id}")):
+        if folder.is_dir() and ((folder / "run.json").exists() or any(folder.glob("node-*.log"))):
+            return folder
+    return None
+
+
 def latest_run(parent: Path, job: str) -> Optional[Path]:
     """The newest run folder of ``job`` under ``parent`` (sweep points included), or None."""
     pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(job)}(-\d+)?$")
