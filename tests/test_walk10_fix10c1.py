@@ -26,6 +26,9 @@ elif args[:1] == ["exec"] and "status" in args and "--node" in args:
     run = os.environ.get("FAKE_RUN")
     print(json.dumps({{"hold": True, "mode": "hold", "plan": {{"hash": "abc", "node_rank": 0}},
                       "runs": [{{"run_id": run, "started": 1e9}}] if run else [], "now": 1e9 + 5}}))
+elif args[:1] == ["exec"] and "sleep" in args:
+    import time
+    time.sleep(float(args[-1]))
 elif args[:1] == ["exec"]:
     print("ran")
 """
@@ -112,3 +115,33 @@ def test_logs_refusing_an_option_prints_no_header(capsys, cluster, tmp_path, whe
     code, out, err = run_cli(capsys, "logs", *where, "--node", "2")
     assert code == 2 and out == "", (out, err)
     assert "--node 2" in one_line(err), err
+
+
+def test_exec_past_its_timeout_names_every_node_alike_and_what_may_still_run(capsys, cluster):
+    """C4: every node whose exec client the timeout ended is "timed out" (exit_code null), never one "exit -9", and
+    the line says the command may go on there, naming the nodes and the pkill that ends it."""
+    code, out, err = run_cli(capsys, "exec", "--timeout", "1", "-o", "json", "--", "sleep", "30")
+    line = one_line(err)
+    assert code == 1, out + err
+    assert [n["exit_code"] for n in json.loads(out)["nodes"]] == [None, None], out
+    assert "node-0 timed out, node-1 timed out" in line or "node-0 .. node-1 timed out" in line, line
+    assert "may still be running on node-0, node-1" in line and "pkill -f 'sleep 30'" in line, line
+
+
+def test_exec_interrupted_names_the_nodes_it_may_have_left_running(cluster):
+    """C5: Ctrl-C (SIGINT) ends exec with 130 and one line naming the nodes the command may still run on, and the
+    command that ends it (it printed nothing before)."""
+    import signal
+    import subprocess
+    import time
+
+    from cli_run import NODEWEAVE, checkout_env
+
+    proc = subprocess.Popen([*NODEWEAVE, "exec", "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=checkout_env(), start_new_session=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "interrupted: the command may still be running on node-0, node-1" in err, err
+    assert "`nodeweave exec --node 0,1 -- pkill -f 'sleep 30'`" in err, err
