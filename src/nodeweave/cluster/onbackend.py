@@ -175,16 +175,17 @@ def busy_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
 
 def up_busy_line(backend: Backend) -> Optional[str]:
     """:func:`busy_line` for ``up`` over the nodes there now; None where the record or the platform says nothing
-    of the job is up (nothing asked then), or where its nodes cannot be listed yet (a Slurm allocation not taken)."""
+    of the job is up (nothing asked then), or where the platform or its nodes cannot be asked (no engine here, a
+    Slurm allocation not taken): the real up meets that in its own words."""
     from nodeweave.errors import NodeweaveError
 
-    if backend.recorded_nothing() or backend.nothing_up_line() is not None:
-        return None
-    try:
+    try:  # a platform that cannot be asked (no engine: a dry run goes on) has no run to lose
+        if backend.recorded_nothing() or backend.nothing_up_line() is not None:
+            return None
         nodes = backend.nodes()
+        return busy_line(backend, nodes, "up") if nodes else None
     except NodeweaveError:
         return None
-    return busy_line(backend, nodes, "up") if nodes else None
 
 
 def refuse_busy(backend: Backend, nodes: List[Node], verb: str) -> None:
