@@ -45,6 +45,11 @@ def cluster(tmp_path, monkeypatch):
     (folder / "podman").chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+
+    def never(*argv):  # a shell that went on would replace the test's own process
+        raise AssertionError(f"this process would have become {argv}")
+
+    monkeypatch.setattr(os, "execvp", never)
     return log
 
 
@@ -145,3 +150,25 @@ def test_exec_interrupted_names_the_nodes_it_may_have_left_running(cluster):
     assert proc.returncode == 130, out + err
     assert "interrupted: the command may still be running on node-0, node-1" in err, err
     assert "`nodeweave exec --node 0,1 -- pkill -f 'sleep 30'`" in err, err
+
+
+@pytest.mark.parametrize("argv", [["shell"], ["shell", "--node", "1"]])
+def test_shell_without_a_terminal_is_refused_naming_exec(capsys, cluster, argv):
+    """C6: a shell whose input is not a terminal (a script, CI, </dev/null) would wait forever; refused, exit 2,
+    naming `nodeweave exec --node N -- CMD`, and no interactive exec started."""
+    code, out, err = run_cli(capsys, *argv)  # pytest's stdin is no terminal
+    line = one_line(err)
+    assert code == 2 and "not a terminal" in line and "nodeweave exec --node N -- CMD" in line, out + err
+    assert not [c for c in _calls(cluster) if c[:1] == ["exec"] and "-t" in c], _calls(cluster)
+
+
+@pytest.mark.parametrize("given", [["-o", "json"], ["--json"], ["-o", "yaml"]])
+def test_shell_refuses_a_format_as_every_verb_without_rows(capsys, cluster, given):
+    """C6: `shell -o json` is refused by the rule of the verbs that print no rows (NO_FORMAT: `logs -o json`), naming
+    where the data is; its dry run keeps -o for the plan."""
+    from nodeweave.cli import NO_FORMAT
+
+    code, out, err = run_cli(capsys, "shell", *given)
+    assert code == 2 and f"shell takes no {given[0]}: {NO_FORMAT.get('shell', '?')}" in one_line(err), err
+    code, out, err = run_cli(capsys, "shell", "--dry-run", *given)
+    assert code == 0 and out.lstrip()[:1] in "{v", out

@@ -369,6 +369,10 @@ def shell_command(
 
         note_renamed(f"shell {index}", f"shell --node {index}")
         wanted.append(index)
+    if not dry_run and (as_json or output != "table"):  # the verbs-without-rows rule (NO_FORMAT)
+        from nodeweave.cli import no_format_line
+
+        raise UsageError(no_format_line("shell", "--json" if as_json else "-o"))
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
@@ -379,7 +383,20 @@ def shell_command(
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     require_up(backend, [chosen], "shell")
+    _refuse_without_terminal()
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))
+
+
+def _refuse_without_terminal() -> None:
+    """The real ``shell`` needs a terminal on stdin: without one, ``podman exec -it`` or ``ssh -t`` waits for input
+    forever (walk10 C6); refused, exit 2, naming ``exec`` for a script, as ``docker exec -it`` refuses "the input
+    device is not a TTY"."""
+    import sys
+
+    if not sys.stdin.isatty():
+        raise UsageError("shell's input is not a terminal (a pipe, a file, </dev/null: a script or CI step), and an "
+                         "interactive shell needs one; accepted: a terminal, or for a script `nodeweave exec --node N "
+                         "-- CMD` (one command on that node, its output and exit code back)")
 
 
 @reach_options
