@@ -172,3 +172,34 @@ def test_shell_refuses_a_format_as_every_verb_without_rows(capsys, cluster, give
     assert code == 2 and f"shell takes no {given[0]}: {NO_FORMAT.get('shell', '?')}" in one_line(err), err
     code, out, err = run_cli(capsys, "shell", "--dry-run", *given)
     assert code == 0 and out.lstrip()[:1] in "{v", out
+
+
+@pytest.mark.parametrize("case", ["moved-here", "gone", "there"])
+def test_another_folders_containers_name_a_remedy_that_works(tmp_path, case):
+    """C9: containers an `up` in a folder that no longer exists started (this very folder, moved; or one removed):
+    never "give this job another name" (it would start a second cluster beside them, unseen), but `mv` back or
+    the removal by hand; a folder that is there keeps "run the verb there"."""
+    from nodeweave.cluster.identity import FoundMark, JobMark, foreign_owner
+    from nodeweave.errors import EnvironmentProblem
+
+    old = tmp_path / "old"
+    here = tmp_path / "here"
+    here.mkdir()
+    if case == "there":
+        old.mkdir()
+    theirs = JobMark.of(old, "team")
+    mine = JobMark.of(here, "team")
+    if case == "moved-here":
+        record = here / ".nodeweave" / "team" / "cluster.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"made": {"owner": theirs.owner, "folder": str(old)}}))
+    found = {f"team-{i}": FoundMark(theirs.owner, str(old), "team") for i in range(2)}
+    with pytest.raises(EnvironmentProblem) as caught:
+        foreign_owner(mine, found, "container", "`podman-compose -f compose/local.yaml down` in the folder that "
+                                                "started it, or `podman rm -f {names}`")
+    line = str(caught.value)
+    if case == "there":
+        assert f"run the verb in {old}" in line and "another `name:`" in line, line
+        return
+    assert "another `name:`" not in line and "`podman rm -f team-0 team-1`" in line and "`mv`" in line, line
+    assert ("this folder is that one, moved or renamed" in line) == (case == "moved-here"), line
