@@ -140,8 +140,11 @@ def _recorded_owner(mine: JobMark) -> Optional[str]:
 
     from nodeweave.jobstate import STATE_DIR
 
+    from nodeweave.entrypoint import bounded
+
     try:
-        made = json.loads((Path(mine.folder) / STATE_DIR / mine.job / "cluster.json").read_text()).get("made")
+        made = json.loads(bounded.read_text(Path(mine.folder) / STATE_DIR / mine.job / "cluster.json",
+                                            bounded.RECORD_CAP, "a state file")).get("made")
     except (OSError, ValueError, AttributeError):
         return None
     return made.get("owner") if isinstance(made, dict) else None
