@@ -203,3 +203,24 @@ def test_another_folders_containers_name_a_remedy_that_works(tmp_path, case):
         return
     assert "another `name:`" not in line and "`podman rm -f team-0 team-1`" in line and "`mv`" in line, line
     assert ("this folder is that one, moved or renamed" in line) == (case == "moved-here"), line
+
+
+@pytest.mark.parametrize("typed,where,given", [("hi.py", "sub/a", "sub/a/hi.py"), ("../../train.py", "sub/a", "train.py"),
+                                               ("./hi.py", "sub/a", "sub/a/hi.py"), ("a/hi.py", "sub", "sub/a/hi.py"),
+                                               ("ABS", "sub/a", "train.py")])
+def test_a_script_path_typed_in_a_subfolder_is_read_from_there(capsys, tmp_path, monkeypatch, typed, where, given):
+    """C10: a script path typed after `--` is read as the shell reads it, from the current folder (a subfolder of
+    the workspace, `..` in it, an absolute path of this machine), and given to the nodes from the workspace's root,
+    said in a note; it was read from the root (the nodes failed on a file that is here) or refused as leaving the
+    workspace."""
+    make_job_folder(tmp_path, monkeypatch)
+    (tmp_path / "sub" / "a").mkdir(parents=True)
+    (tmp_path / "sub" / "a" / "hi.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path / where)
+    typed = str(tmp_path / "train.py") if typed == "ABS" else typed
+    code, out, err = run_cli(capsys, "run", "--dry-run", "-o", "json", "--", typed)
+    assert code == 0, out + err
+    plan = json.loads(out)
+    assert any(f"{typed} runs as {given}: read from where you typed it" in n for n in plan["notes"]), plan["notes"]
+    phases = json.dumps(plan["phases"])
+    assert f'"{given}"' in phases and f'"{typed}"' not in phases, phases
