@@ -224,3 +224,73 @@ def test_a_script_path_typed_in_a_subfolder_is_read_from_there(capsys, tmp_path,
     assert any(f"{typed} runs as {given}: read from where you typed it" in n for n in plan["notes"]), plan["notes"]
     phases = json.dumps(plan["phases"])
     assert f'"{given}"' in phases and f'"{typed}"' not in phases, phases
+
+
+@pytest.mark.parametrize("argv", [["run", "--dry-run"], ["run"], ["check", "--dry-run"], ["up", "--dry-run"]])
+def test_a_full_folder_nodeweave_writes_is_refused_up_front_naming_it(capsys, cluster, monkeypatch, tmp_path, argv):
+    """C7: a full file system under the folder a verb writes (runs/ for run and check, .nodeweave/<job>/ for up) is
+    refused before anything starts, exit 2, naming the folder and "no space left on device" (failures.unwritable,
+    the one test of every write, as a read-only one was), with no run folder left behind."""
+    import collections
+
+    from nodeweave import failures
+
+    (tmp_path / "runs").mkdir()
+    real = os.statvfs
+    Seen = collections.namedtuple("Seen", "f_bavail f_frsize f_blocks f_flag")
+
+    def full(path):
+        seen = real(path)
+        return Seen(4, 1024, 16, seen.f_flag) if str(path).startswith(str(tmp_path)) else seen
+
+    monkeypatch.setattr(failures.os, "statvfs", full)
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and "is on a full file system (no space left on device: 4 KiB free)" in line, out + err
+    assert str(tmp_path) in line and "stdout" not in line, line
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_run_folder_write_that_fails_names_the_file_and_leaves_no_half_record(tmp_path, monkeypatch):
+    """C7: a write into a run folder that fails part-way (the disk filled during the run) names the file, exit 3,
+    never "stdout"; an earlier record stays whole, and a folder that failed at its making is removed."""
+    import errno
+    from pathlib import Path
+
+    from nodeweave.cluster.runfolder import RunFolder
+    from nodeweave.errors import EnvironmentProblem
+
+    folder = RunFolder.create(tmp_path, "proj", "name: proj\n")
+    folder.write_json("run.json", {"state": "started"})
+    real = Path.write_text
+
+    def fails(self, text, *a, **k):
+        real(self, text[:3], *a, **k)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", fails)
+    with pytest.raises(EnvironmentProblem) as caught:
+        folder.write_json("run.json", {"state": "ended"})
+    assert caught.value.exit_code == 3 and str(folder.path / "run.json") in str(caught.value)
+    assert json.loads((folder.path / "run.json").read_text(encoding="utf-8")) == {"state": "started"}
+    assert sorted(p.name for p in folder.path.iterdir()) == ["run.json", "spec.yaml"]
+    with pytest.raises(EnvironmentProblem):
+        RunFolder.create(tmp_path, "proj", "name: proj\n", suffix="-b")
+    assert [p.name for p in tmp_path.iterdir()] == [folder.path.name]
+
+
+def test_a_full_disk_met_while_stdout_is_a_pipe_is_not_said_as_stdout(capsys, monkeypatch):
+    """C7: an ENOSPC with no file named that reached main while stdout is a pipe or a terminal (which fill no disk)
+    says a file could not be written, not "cannot write the output to stdout"."""
+    import errno
+
+    from nodeweave.entrypoint.errors import ended_by
+
+    read, write = os.pipe()
+    with os.fdopen(write, "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        code = ended_by(OSError(errno.ENOSPC, "No space left on device"), "nodeweave", 1)
+        monkeypatch.undo()
+    os.close(read)
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot write a file: No space left on device" in err and "stdout" not in err, err
