@@ -60,17 +60,17 @@ def _calls(log):
 # --- C1, C8: a verb that starts a run, or recreates the nodes, while a run is in progress -------------------------
 
 
-@pytest.mark.parametrize("verb", ["run", "up"])  # onbackend.BUSY_CONSEQUENCE's verbs, as the test checks
+@pytest.mark.parametrize("verb", ["check", "run", "up"])  # onbackend.BUSY_CONSEQUENCE's verbs, as checked
 def test_a_verb_that_would_start_a_run_or_recreate_the_nodes_is_refused_while_a_run_is_in_progress(
         capsys, cluster, monkeypatch, tmp_path, verb):
-    """C1 C8: `run` (every node would refuse it, after a failed run folder was made) and `up` (it recreates the
+    """C1 C8: `run` and `check` (every node would refuse them, after a failed run folder was made) and `up` (it recreates the
     nodes, killing the run) are refused up front, exit 3, naming the run and `nodeweave stop`; nothing is started,
     no run folder is made, nothing recorded."""
     from nodeweave.cluster import onbackend
 
-    assert sorted(getattr(onbackend, "BUSY_CONSEQUENCE", {})) == ["run", "up"]
+    assert sorted(getattr(onbackend, "BUSY_CONSEQUENCE", {})) == ["check", "run", "up"]
     monkeypatch.setenv("FAKE_RUN", "20261130T000000Z-proj")
-    argv = {"run": ["run"], "up": ["up", "--hold"]}[verb]
+    argv = {"run": ["run"], "up": ["up", "--hold"], "check": ["check"]}[verb]
     code, out, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == 3, out + err

@@ -138,6 +138,7 @@ def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional
 # What a verb that would start a run, or recreate the nodes, does to the run in progress there (walk10 C1, C8).
 BUSY_CONSEQUENCE = {
     "run": "each node refuses a second run while one is in progress, so none would start",
+    "check": "each node refuses a check while a run is in progress (it would share the GPUs and the network)",
     "up": "up recreates the nodes, which would kill it",
 }
 
