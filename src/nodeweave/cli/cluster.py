@@ -383,20 +383,7 @@ def shell_command(
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     require_up(backend, [chosen], "shell")
-    _refuse_without_terminal()
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))
-
-
-def _refuse_without_terminal() -> None:
-    """The real ``shell`` needs a terminal on stdin: without one, ``podman exec -it`` or ``ssh -t`` waits for input
-    forever (walk10 C6); refused, exit 2, naming ``exec`` for a script, as ``docker exec -it`` refuses "the input
-    device is not a TTY"."""
-    import sys
-
-    if not sys.stdin.isatty():
-        raise UsageError("shell's input is not a terminal (a pipe, a file, </dev/null: a script or CI step), and an "
-                         "interactive shell needs one; accepted: a terminal, or for a script `nodeweave exec --node N "
-                         "-- CMD` (one command on that node, its output and exit code back)")
 
 
 @reach_options
