@@ -167,17 +167,35 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False, missing: str = 
 def unwritable(folder: Path) -> "str | None":
     """Why nothing can be written into ``folder`` (or, missing, the nearest folder above it that would hold it), or
     None: the one test of every write a dry run judges as its real run would. A read-only file system (a read-only
-    NFS export, a snapshot, a read-only bind mount) is said as such, root included (walk8 A10)."""
+    NFS export, a snapshot, a read-only bind mount) is said as such, root included (walk8 A10), and a full one too
+    (``MIN_FREE_BYTES``, walk10 C7: it was said as stdout's, after a half-written run folder)."""
     probe = Path(os.path.abspath(folder))
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if os.access(probe, os.W_OK | os.X_OK):
-        return None
+        return _full(probe)
     try:
         read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
     except OSError:
         read_only = False
     return f"{probe} is on a read-only file system" if read_only else f"{probe} is not writable by this user"
+
+
+# Below this much free space a folder is full for nodeweave's writes (a run folder's records and node logs, the
+# job's state): every one of them would fail part-way, with "No space left on device" and no file named (walk10 C7).
+MIN_FREE_BYTES = 1 << 20
+
+
+def _full(probe: Path) -> "str | None":
+    """Why ``probe``'s file system takes no more writes (under ``MIN_FREE_BYTES`` free to this user), or None."""
+    try:
+        seen = os.statvfs(probe)
+    except OSError:
+        return None
+    free = seen.f_bavail * seen.f_frsize
+    if free >= MIN_FREE_BYTES or seen.f_blocks == 0:  # f_blocks 0: a file system that reports no size (proc, fuse)
+        return None
+    return f"{probe} is on a full file system (no space left on device: {free // 1024} KiB free)"
 
 
 def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = False) -> "str | None":

@@ -158,7 +158,7 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
         return "", exit_code
     verb = command.split()[-1]
     if getattr(err, "option_name", None) in FORMAT_OPTIONS and verb in NO_FORMAT:
-        return f"nodeweave: error: {verb} takes no {err.option_name}: {NO_FORMAT[verb]}", exit_code
+        return f"nodeweave: error: {no_format_line(verb, err.option_name)}", exit_code
     if getattr(err, "option_name", None) == "--dry-run" and verb in READ_ONLY:
         return (f"nodeweave: error: {verb} takes no --dry-run: it only reads (it asks the nodes or a run folder and "
                 "changes nothing), so there is nothing to rehearse; leave --dry-run out"), exit_code
@@ -221,7 +221,16 @@ NO_FORMAT = {
                  "/status.json), `nodeweave runs show RUN -o json` (a run's folder)",
     "logs": "it prints the nodes' own output as it is; a run's record: `nodeweave runs show RUN -o json`",
     "init": "it writes a spec (`init --dry-run` prints it); its summary: `nodeweave validate -o json`",
+    # takes -o for its --dry-run's plan only (no_format_line): the real shell prints nothing to format
+    "shell": "it opens an interactive shell and prints no rows (its plan: `nodeweave shell --dry-run -o json`); a "
+             "command's output as data: `nodeweave exec --node N -o json -- CMD`",
 }
+
+
+def no_format_line(verb: str, option: str) -> str:
+    """The one refusal of ``-o``/``--json`` by a verb that prints no data (``NO_FORMAT``), whether click refuses the
+    option (the verb has none) or the verb does (``shell`` has one, for its dry run's plan)."""
+    return f"{verb} takes no {option}: {NO_FORMAT[verb]}"
 
 
 # Options every verb that has them reads the same way, typed before the verb as kubectl and docker take theirs

@@ -100,7 +100,7 @@ def check_command(
     from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
     from nodeweave.cluster.execute import Execution, execute
-    from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.cluster.onbackend import live_nodes, refuse_busy, require_up
 
     spec_path = find_spec(spec_path)
     fmt = data_format(as_json, output)
@@ -120,6 +120,7 @@ def check_command(
                       spec.name)
     if not dry_run:
         require_up(backend, nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
+        refuse_busy(backend, nodes, "check")  # every node would refuse it (walk10 C1)
     if threshold < 1:  # the worker's own --threshold is a fraction (0.25): copied here it is 100x stricter
         notes.append(f"--threshold {threshold:g} is {threshold:g}%, not {threshold * 100:g}%: it is a percentage "
                      f"(the default 25 names a node 25% below its peers); did you mean --threshold "

@@ -72,14 +72,18 @@ def up_command(
         from nodeweave.errors import EnvironmentProblem
 
         raise EnvironmentProblem(absent)
+    from nodeweave.cluster.onbackend import up_busy_line
+
+    busy = up_busy_line(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
+        from nodeweave.errors import EnvironmentProblem
 
         unreached = unreached_hosts(backend, backend.nodes(for_up=True))
         if unreached:  # bare hosts ssh cannot reach: nothing starts there, so nothing is recorded (walk9 A36)
-            from nodeweave.errors import EnvironmentProblem
-
             raise EnvironmentProblem(unreached_line(backend, unreached) + "; nothing was started or recorded")
+        if busy:
+            raise EnvironmentProblem(busy + "; nothing was started or recorded")
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
@@ -97,8 +101,9 @@ def up_command(
     said = [*([f"note: {missing}"] if missing else []), *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
-    if absent:  # a dry run (the real up refused above)
-        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
+    for problem in (absent, busy):  # a dry run (the real up refused above)
+        if problem:
+            plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
@@ -364,6 +369,10 @@ def shell_command(
 
         note_renamed(f"shell {index}", f"shell --node {index}")
         wanted.append(index)
+    if not dry_run and (as_json or output != "table"):  # the verbs-without-rows rule (NO_FORMAT)
+        from nodeweave.cli import no_format_line
+
+        raise UsageError(no_format_line("shell", "--json" if as_json else "-o"))
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
@@ -405,7 +414,7 @@ def logs_command(
     from nodeweave.cluster.logs import container_logs, log_window, run_logs
 
     window = log_window(tail, since)  # judged before any node is asked
-    from nodeweave.cluster.runfolder import latest_run
+    from nodeweave.cluster.runfolder import latest_run, run_folder_named
     from nodeweave.cluster.onbackend import live_nodes, not_up, require_up
 
     out = console()
@@ -421,21 +430,24 @@ def logs_command(
             raise typer.Exit(EXIT_ENVIRONMENT)
         entry = one_run(entry)  # a sweep: the point running now, or the last one
         refuse_since_for_runs(since, f"--run {run} reads")
+        indices = run_folder_indices(entry.path, node)  # judged before the header: a refusal prints no stdout (C3)
         out.print(f"# {entry.path}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out, rank=rank,
-                                  collapse=not no_collapse, tail=tail))
+        raise typer.Exit(run_logs(entry.path, indices, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     spec, backend, _ = open_cluster(spec_path, reach)
     if backend.recorded_nothing():  # walk8 A19: no allocation, yet the newest run folder was shown as the job's
         live_nodes(backend, "read logs of")  # the "not up" answer status gives (exit 3)
     folder = None
     if not container:
-        held = not backend.holds
+        held, going = not backend.holds, None
         if not held:  # node 0 says whether the nodes hold; one the platform calls down is not asked
             first = live_nodes(backend, "read logs of")[0]
-            held = not not_up(backend, [first]) and ask_status(first, spec_command(spec)).holding
+            answer = None if not_up(backend, [first]) else ask_status(first, spec_command(spec))
+            held = answer is not None and answer.holding
+            going = ((answer.data or {}).get("runs") or [{}])[0].get("run_id") if held else None
         if held:
             parent = runs_parent(runs_dir, spec_path, writes=False)
-            folder = latest_run(parent, spec.name)
+            # the run in progress, as status shows it, before the newest folder (walk10 C2: a newer failed one)
+            folder = run_folder_named(parent, going) or latest_run(parent, spec.name)
             if folder is None:
                 if not backend.holds:  # nothing holds: with nothing up that is the answer (exit 3), as status says
                     live_nodes(backend, "read logs of")
@@ -444,8 +456,8 @@ def logs_command(
                                  + (" (or --container for the containers' logs)" if backend.holds else ""))
     if folder is not None:
         refuse_since_for_runs(since, "the nodes hold, so logs reads")
-        out.print(f"# {folder}", highlight=False, markup=False)
         wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
+        out.print(f"# {folder}", highlight=False, markup=False)  # once every option is judged (walk10 C3)
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
     require_up(backend, nodes, "logs")

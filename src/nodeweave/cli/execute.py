@@ -33,8 +33,10 @@ def exec_command(
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat); VAR "
                                   "alone: this shell's value of VAR (unset or empty is refused), shown as $VAR in "
                                   "the plan, as a secret-looking name's value is shown as ***"),
-    timeout: Optional[float] = seconds_option(typer.Option(None, "--timeout", min=0.1, help="Seconds before the "
-                                              "command is killed on the nodes still running it (default: no limit)")),
+    timeout: Optional[float] = seconds_option(typer.Option(None, "--timeout", min=0.1, help="Seconds before "
+                                              "the exec client of every node still running the command is killed "
+                                              "(default: no limit); the command itself may go on there, as after "
+                                              "Ctrl-C: the line names those nodes and the pkill that ends it")),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (and --json), not the nodes' output"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
@@ -87,7 +89,7 @@ def _report(command: List[str], results, fmt: str, out) -> None:
     """Every node's result (-o json|yaml: as data), then the summary; exit 1 when a node failed."""
     from nodeweave.cluster.logs import summary
 
-    line = summary(results)
+    line = summary(results, command)
     emit({"command": command, "nodes": [r.to_dict() for r in results]}, fmt)
     if any(r.exit_code != 0 for r in results):
         raise NodeweaveError(line)

@@ -77,7 +77,7 @@ def run_command(
     from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, hidden_notes, parse_env,
                                          parse_sweeps, sweep_points)
     from nodeweave.hidden import NONE, hide
-    from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.cluster.onbackend import live_nodes, refuse_busy, require_up
     from nodeweave.entrypoint.planning.consistency import no_script
 
     fmt = data_format(as_json, output)
@@ -116,6 +116,9 @@ def run_command(
         line, rewritten = launcher_command(command, launcher or spec.launcher.type,
                                            workspace=workspace_folder(spec, spec_path)) if command else (
             spec_command(spec), "")
+        if command:  # a script path typed here is read from here, as the shell reads it (walk10 C10)
+            line, moved = typed_from_here(spec, spec_path, line, launcher or spec.launcher.type)
+            rewritten = "; ".join(note for note in (rewritten, moved) if note)
         problem = no_script(launcher or spec.launcher.type, line, spec.launcher.script)
         if problem:  # the nodes' own rule (walk6 W12): refused here before any node reads it
             raise UsageError(problem)
@@ -141,6 +144,7 @@ def run_command(
                     checking, nnodes=nodes_wanted)
     if not dry_run:
         require_up(backend, nodes, "run")
+        refuse_busy(backend, nodes, "run")  # before a run folder is made (walk10 C1: each node refused it)
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     from nodeweave.cli.habits.dashes import unexpanded_note
 
@@ -367,6 +371,35 @@ def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
 
 
 PYTHONS = ("python", "python3")
+
+
+def typed_from_here(spec, spec_path: Path, command: List[str], launcher: str) -> Tuple[List[str], str]:
+    """(the command with its script given from the workspace's root, the note saying so, or ""): a script path
+    typed on the command line is read as the shell reads it, from the current folder (``cd sub/a; run -- hi.py``,
+    ``run -- ../../train.py``, an absolute path of this machine), while the nodes start in the workspace's root;
+    when that file is there and inside the workspace, the path from the root replaces the typed one, said as every
+    changed command is (walk10 C10; walk7 A24 and A10 only noted it, and the run failed on every node). A path
+    that names no file from here is left as typed: the checks after it judge it from the root."""
+    import os
+    import posixpath
+
+    script = script_word(command, launcher)
+    if not script or script.startswith("-") or posixpath.isabs(script) and script.startswith(
+            spec.workspace.path.rstrip("/") + "/"):
+        return command, ""
+    folder = workspace_folder(spec, spec_path)
+    here = Path(os.path.abspath(Path.cwd() / script))  # the path as typed, `..` taken as the shell takes it
+    try:
+        inside = here.relative_to(folder).as_posix()
+    except ValueError:
+        return command, ""
+    if not here.is_file() or inside == posixpath.normpath(script):
+        return command, ""
+    index = command.index(script)
+    seen = spec.workspace.path
+    return ([*command[:index], inside, *command[index + 1:]],
+            f"{script} runs as {inside}: read from where you typed it ({Path.cwd()}), given from the workspace's "
+            f"root, where every node starts ({seen})")
 
 
 def script_word(command: List[str], launcher: str) -> str:

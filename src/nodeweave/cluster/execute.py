@@ -113,7 +113,17 @@ class Execution:
                                timeout=phase.timeout, argv=[list(n.argv) for n in phase.nodes], hidden=self.hidden)
 
     def shell(self, phase: ShellPhase) -> None:
-        """The one node's interactive shell: this process becomes its exec client."""
+        """The one node's interactive shell: this process becomes its exec client. Its stdin must be a terminal:
+        without one ``podman exec -it`` or ``ssh -t`` waits for input forever (walk10 C6); refused, exit 2, naming
+        ``exec`` for a script, as ``docker exec -it`` refuses "the input device is not a TTY"."""
+        import sys
+
+        if not sys.stdin.isatty():
+            from nodeweave.errors import UsageError
+
+            raise UsageError("shell's input is not a terminal (a pipe, a file, </dev/null: a script or CI step), and "
+                             "an interactive shell needs one; accepted: a terminal, or for a script `nodeweave exec "
+                             "--node N -- CMD` (one command on that node, its output and exit code back)")
         argv = list(phase.nodes[0].argv)
         os.execvp(argv[0], argv)
 

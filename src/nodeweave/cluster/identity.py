@@ -121,7 +121,30 @@ def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what:
     others = f" (and {len(theirs) - 1} more)" if len(theirs) > 1 else ""
     whose = (f"job {mark.job} of this folder" if mark.folder == mine.shown_folder
              else f"`nodeweave up` in {mark.folder} (job {mark.job})")
-    raise EnvironmentProblem(
-        f"{what} {name}{others} was started by {whose}, not by this folder's job {mine.job} ({mine.folder}): "
-        f"nodeweave acts only on what this folder's `up` made; run the verb in {mark.folder}, or give this "
-        f"job another `name:` in its spec")
+    said = (f"{what} {name}{others} was started by {whose}, not by this folder's job {mine.job} ({mine.folder}): "
+            f"nodeweave acts only on what this folder's `up` made; ")
+    if not Path(mark.folder).is_dir():  # no verb can run there: another name would leave them up, unseen (C9)
+        by_hand = unmarked_removal.split(", or ")[-1].format(names=" ".join(sorted(theirs))) if unmarked_removal \
+            else "remove them by hand where they run"
+        moved = (f"this folder is that one, moved or renamed (its .nodeweave/{mine.job}/ record names "
+                 f"{mark.folder}): `mv` it back there and run the verb there" if _recorded_owner(mine) == mark.owner
+                 else f"{mark.folder} no longer exists (moved, renamed or removed): `mv` its folder back there and run "
+                 "the verb there")
+        raise EnvironmentProblem(f"{said}{moved}, or remove them ({by_hand}), then `nodeweave up` here")
+    raise EnvironmentProblem(f"{said}run the verb in {mark.folder}, or give this job another `name:` in its spec")
+
+
+def _recorded_owner(mine: JobMark) -> Optional[str]:
+    """The owner id this folder's ``.nodeweave/<job>/cluster.json`` recorded ``up`` made (None: none readable)."""
+    import json
+
+    from nodeweave.jobstate import STATE_DIR
+
+    from nodeweave.entrypoint import bounded
+
+    try:
+        made = json.loads(bounded.read_text(Path(mine.folder) / STATE_DIR / mine.job / "cluster.json",
+                                            bounded.RECORD_CAP, "a state file")).get("made")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return made.get("owner") if isinstance(made, dict) else None

@@ -278,14 +278,39 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
 
     for node, proc in zip(nodes, procs):
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
-    _drain(lines, len(nodes), last, console, width, start, timeout, procs)
-    return [NodeResult(node, proc.returncode if node.index in ended else None,
+    cut: "set[int]" = set()  # the clients this side ended (the timeout, Ctrl-C): their nodes' commands were not
+    try:
+        _drain(lines, len(nodes), last, console, width, start, timeout, procs, cut,
+               lambda: [i for i, node in enumerate(nodes) if node.index not in ended])
+    except KeyboardInterrupt:
+        from nodeweave.errors import NodeweaveError
+
+        named = [nodes[i] for i in sorted(cut)]
+        raise NodeweaveError(f"interrupted: {left_running(named, command)}" if named else "interrupted",
+                             EXIT_INTERRUPTED) from None
+    return [NodeResult(node, None if i in cut or node.index not in ended else proc.returncode,
                        ended.get(node.index, time.monotonic() - start), last[node.index])
-            for node, proc in zip(nodes, procs)]
+            for i, (node, proc) in enumerate(zip(nodes, procs))]
 
 
-def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs) -> None:
-    """Print lines until every stream closed; past ``timeout`` (or on Ctrl-C) the rest are killed."""
+def left_running(named: List[Node], command: List[str]) -> str:
+    """What ending an exec client here leaves on the nodes ``named`` (walk10 C4, C5): killing ``podman exec``,
+    ``kubectl exec`` or ``ssh`` ends the client, not the command it started there, which may still run; the nodes
+    named, and the command that ends it."""
+    import shlex
+
+    pattern = shlex.quote(" ".join(command))
+    picked = ",".join(str(n.index) for n in named)
+    return (f"the command may still be running on {ranges([n.name for n in named])} (only its exec client here "
+            f"was ended, not the command on the node): `nodeweave exec --node {picked} -- pkill -f {pattern}` ends "
+            "it")
+
+
+def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs,
+           cut: "set[int]", running) -> None:
+    """Print lines until every stream closed; past ``timeout`` (or on Ctrl-C) the rest are killed, their
+    positions added to ``cut``; at a Ctrl-C, also those ``running()`` names (a terminal's Ctrl-C reaches the
+    clients too, which may end on their own before they are killed here)."""
     try:
         while streams:
             left = None if timeout is None else timeout - (time.monotonic() - start)
@@ -302,18 +327,25 @@ def _drain(lines, streams: int, last: dict, console, width: int, start: float, t
                 last[node.index] = line.strip()
             if console is not None:
                 _print(console, node.name, node.index, width, line)
+    except KeyboardInterrupt:
+        cut.update(running())
+        raise
     finally:
-        for proc in procs:
+        for i, proc in enumerate(procs):
             if proc.poll() is None:
+                cut.add(i)
                 proc.kill()
                 proc.wait()
 
 
-def summary(results: List[NodeResult]) -> str:
-    """``2 node(s): all exit 0``, or which nodes failed and how."""
+def summary(results: List[NodeResult], command: Optional[List[str]] = None) -> str:
+    """``2 node(s): all exit 0``, or which nodes failed and how; with ``command``, what the nodes that timed out
+    may still run (:func:`left_running`)."""
     bad = [r for r in results if r.exit_code != 0]
     if not bad:
         return f"{len(results)} node(s): all exit 0"
     described = ranges(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
                        + (f" ({r.last_line[:80]})" if r.last_line else "") for r in bad)
-    return f"{len(bad)} of {len(results)} node(s) failed: {described}"
+    late = [r.node for r in bad if r.exit_code is None]
+    tail = f"; {left_running(late, command)}" if late and command else ""
+    return f"{len(bad)} of {len(results)} node(s) failed: {described}{tail}"

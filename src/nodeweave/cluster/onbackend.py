@@ -133,3 +133,64 @@ def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional
                              "spec's job on them: give --hold in place of --run")
         raise UsageError(f"--check needs nodes that hold on target {backend.target} (the spec's launcher.mode is "
                          "run: these would run the spec's job): add --hold")
+
+
+# What a verb that would start a run, or recreate the nodes, does to the run in progress there (walk10 C1, C8).
+BUSY_CONSEQUENCE = {
+    "run": "each node refuses a second run while one is in progress, so none would start",
+    "check": "each node refuses a check while a run is in progress (it would share the GPUs and the network)",
+    "up": "up recreates the nodes, which would kill it",
+}
+
+
+def runs_in_progress(backend: Backend, nodes: List[Node]) -> "list[tuple[Node, dict]]":
+    """Each node of ``nodes`` with the run in progress there, as ``status`` asks (its own rows: a node the platform
+    calls down is not asked, one that does not answer has none)."""
+    from nodeweave.cluster.status import gather
+
+    command = [backend.spec.launcher.script, *backend.spec.launcher.args]
+    rows = gather(backend, nodes, command)
+    return [(node, row["run"]) for node, row in zip(nodes, rows) if row.get("up") and row.get("run")]
+
+
+def busy_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
+    """Why ``verb`` must not act while a run is in progress on ``nodes`` (the run, where, since when, what would
+    happen, and ``nodeweave stop``); None: no run is in progress there. The one rule for every verb that starts a
+    run or recreates the nodes (``BUSY_CONSEQUENCE``): refused before anything starts or is written."""
+    import time
+
+    busy = runs_in_progress(backend, nodes)
+    if not busy:
+        return None
+    ids: Dict[str, list] = {}
+    for node, run in busy:
+        ids.setdefault(str(run.get("run_id") or "?"), []).append((node, run))
+    said = []
+    for run_id, where in ids.items():
+        started = min((run.get("started") or 0) for _, run in where)
+        since = f" since {time.strftime('%H:%M:%S', time.gmtime(started))} UTC" if started else ""
+        said.append(f"run {run_id} is in progress on {', '.join(n.name for n, _ in where)}{since}")
+    return (f"{'; '.join(said)}: {BUSY_CONSEQUENCE[verb]}; `nodeweave stop` ends it (`nodeweave logs -f` follows "
+            f"it, `nodeweave status` shows it), then `nodeweave {verb}` again")
+
+
+def up_busy_line(backend: Backend) -> Optional[str]:
+    """:func:`busy_line` for ``up`` over the nodes there now; None where the record or the platform says nothing
+    of the job is up (nothing asked then), or where the platform or its nodes cannot be asked (no engine here, a
+    Slurm allocation not taken): the real up meets that in its own words."""
+    from nodeweave.errors import NodeweaveError
+
+    try:  # a platform that cannot be asked (no engine: a dry run goes on) has no run to lose
+        if backend.recorded_nothing() or backend.nothing_up_line() is not None:
+            return None
+        nodes = backend.nodes()
+        return busy_line(backend, nodes, "up") if nodes else None
+    except NodeweaveError:
+        return None
+
+
+def refuse_busy(backend: Backend, nodes: List[Node], verb: str) -> None:
+    """Exit 3 with :func:`busy_line` when a run is in progress on ``nodes``."""
+    line = busy_line(backend, nodes, verb)
+    if line is not None:
+        raise EnvironmentProblem(line)

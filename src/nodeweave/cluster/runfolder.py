@@ -13,6 +13,7 @@ A sweep keeps one such folder per point inside its own (``<time>-<job>-sweep/<n>
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -22,7 +23,7 @@ from typing import Optional
 
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.ownfolders import RUNS  # one name for the run folders, which the spec's rules judge too
-from nodeweave.errors import UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 SCHEMA = "nodeweave.runfolder/1"
 
@@ -83,7 +84,13 @@ class RunFolder:
             except FileExistsError:
                 continue
             folder = cls(parent / name, name)
-            (folder.path / "spec.yaml").write_text(spec_text, encoding="utf-8")
+            try:
+                folder.write_text("spec.yaml", spec_text)
+            except NodeweaveError:  # nothing of the run is there yet: no half-made folder left behind (C7)
+                import shutil
+
+                shutil.rmtree(folder.path, ignore_errors=True)
+                raise
             return folder
         raise RuntimeError(f"no free run folder name under {parent}")
 
@@ -91,9 +98,36 @@ class RunFolder:
         return self.path / f"{node_name}.log"
 
     def write_json(self, name: str, data) -> Path:
+        return self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    def write_text(self, name: str, text: str) -> Path:
+        """``name`` in the run folder, whole or not at all (a temporary file renamed over it: a record once written
+        is never left empty by a later write that failed); a failed write names the file and is exit 3 (walk10 C7:
+        a full runs/ was said as "cannot write the output to stdout", and left run.json empty)."""
         target = self.path / name
-        target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        partial = self.path / f".{name}.partial"
+        try:
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, target)
+        except OSError as err:
+            try:
+                partial.unlink()
+            except OSError:
+                pass
+            raise EnvironmentProblem(f"cannot write {target}: {err.strerror or err}; free space there, or give "
+                                     "--runs-dir DIR (a folder elsewhere for the run folders)") from None
         return target
+
+
+def run_folder_named(parent: Path, run_id: Optional[str]) -> Optional[Path]:
+    """The folder of run ``run_id`` under ``parent`` (a run's own, or a sweep's point), or None (none given, none
+    there: the run was started from another folder)."""
+    if not run_id or "/" in run_id or run_id.startswith("."):
+        return None
+    for folder in (parent / run_id, *parent.glob(f"*/{run_id}")):
+        if folder.is_dir() and ((folder / "run.json").exists() or any(folder.glob("node-*.log"))):
+            return folder
+    return None
 
 
 def latest_run(parent: Path, job: str) -> Optional[Path]:

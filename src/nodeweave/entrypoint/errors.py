@@ -133,10 +133,27 @@ def ended_by(err, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_PIPE_CLOSED
         return pipe_closed
     if not is_output_failure(err):
         raise err
+    if not _stdout_is_a_file():  # a terminal or a pipe fills no disk: the write that failed was another file's
+        _tell("{}: error: cannot write a file: {} (a folder it writes in is on a full or failing disk: free space "
+              "there)".format(prog, err.strerror or err))
+        return write_failure
     _drop_stdout()
     _tell("{}: error: cannot write the output to stdout: {} (free space, or send it elsewhere)".format(
         prog, err.strerror or err))
     return write_failure
+
+
+def _stdout_is_a_file():
+    """Whether stdout can be what a full disk failed: anything but a terminal, a pipe or a socket, which fill no
+    disk (walk10 C7: a full runs/ was said as stdout's); a file, a device such as /dev/full, or unknown: True."""
+    import stat
+
+    try:
+        fd = sys.stdout.fileno()
+        mode = os.fstat(fd).st_mode
+        return not (os.isatty(fd) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 def is_output_failure(err):

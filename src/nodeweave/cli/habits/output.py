@@ -453,7 +453,7 @@ def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
         problem = unwritable(parent) if writes else None
         if problem:
             raise UsageError(f"runs/ beside the spec: {problem}, and a run's folder goes there; accepted: a folder "
-                             "you can write, or --runs-dir DIR")
+                             "you can write (space freed on a full one), or --runs-dir DIR")
         return parent
     if not parent.is_symlink() and not parent.exists():
         if writes:
