@@ -174,3 +174,23 @@ def test_a_status_asked_as_another_job_names_the_job_to_ask_as(entrypoint, runni
                                              "NODEWEAVE_EXCHANGE_PORT": str(running_exchange.port)})
     assert code == 3, err
     assert "belongs to job 'trainer', not 'nodeweave': ask it as that job, NODEWEAVE_JOB_ID=trainer" in err, err
+
+
+@pytest.mark.parametrize("verb", [["validate"], ["run", "--dry-run"], ["run", "--dry-run", "--", "prep.sh"]],
+                         ids=["validate", "run", "run-typed"])
+def test_a_script_the_nodes_refuse_as_no_python_is_noted_here(capsys, team, verb):
+    """replay10 B18: a .py holding `#!/bin/bash` (or a .sh) under torchrun is refused by every node at its start;
+    validate and run's dry run said nothing. The nodes' own rule (script_kind) is read here too."""
+    (team / "train.py").write_text("#!/bin/bash\necho hi\n")
+    (team / "prep.sh").write_text("#!/bin/bash\necho hi\n")
+    code, out, err = run_cli(capsys, *verb)
+    said = " ".join((out + err).split())
+    assert code == 0 and "is a script for another interpreter (#!/bin/bash), which torchrun would run with Python" \
+        in said, said
+
+
+def test_a_python_script_gets_no_interpreter_note(capsys, team):
+    """replay10 B18: a Python file, its shebang naming python or none, is no note."""
+    (team / "train.py").write_text("#!/usr/bin/env python3\nprint(1)\n")
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and "another interpreter" not in out + err
