@@ -147,3 +147,50 @@ def test_a_base_spelt_as_a_build_arg_is_the_base(capsys, team):
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--build-arg", "BASE_IMAGE=registry.example.com/b:1",
                              "--dry-run")
     assert code == 0 and "--build-arg BASE_IMAGE=registry.example.com/b:1" in out, out + err
+
+
+@pytest.fixture
+def running_exchange():
+    """Node 0's real hub of job 'trainer' with one node checked in, serving on loopback."""
+    import threading
+
+    from loopback_hub import Cluster
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    stop = threading.Event()
+    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
+    server.start()
+    yield cluster
+    stop.set()
+    server.join(10)
+    cluster.close()
+
+
+def test_a_status_asked_as_another_job_names_the_job_to_ask_as(entrypoint, running_exchange):
+    """R7: `--status` without NODEWEAVE_JOB_ID was told "belongs to job 'trainer', not 'nodeweave'", not what to
+    set."""
+    code, _, err = entrypoint(["--status"], {"NODEWEAVE_MASTER_ADDR": "127.0.0.1",
+                                             "NODEWEAVE_EXCHANGE_PORT": str(running_exchange.port)})
+    assert code == 3, err
+    assert "belongs to job 'trainer', not 'nodeweave': ask it as that job, NODEWEAVE_JOB_ID=trainer" in err, err
+
+
+@pytest.mark.parametrize("verb", [["validate"], ["run", "--dry-run"], ["run", "--dry-run", "--", "prep.sh"]],
+                         ids=["validate", "run", "run-typed"])
+def test_a_script_the_nodes_refuse_as_no_python_is_noted_here(capsys, team, verb):
+    """replay10 B18: a .py holding `#!/bin/bash` (or a .sh) under torchrun is refused by every node at its start;
+    validate and run's dry run said nothing. The nodes' own rule (script_kind) is read here too."""
+    (team / "train.py").write_text("#!/bin/bash\necho hi\n")
+    (team / "prep.sh").write_text("#!/bin/bash\necho hi\n")
+    code, out, err = run_cli(capsys, *verb)
+    said = " ".join((out + err).split())
+    assert code == 0 and "is a script for another interpreter (#!/bin/bash), which torchrun would run with Python" \
+        in said, said
+
+
+def test_a_python_script_gets_no_interpreter_note(capsys, team):
+    """replay10 B18: a Python file, its shebang naming python or none, is no note."""
+    (team / "train.py").write_text("#!/usr/bin/env python3\nprint(1)\n")
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and "another interpreter" not in out + err

@@ -132,7 +132,13 @@ def test_a_spec_named_py_points_at_script(capsys, tmp_path, monkeypatch):
 FORMS = [("git+https://github.com/x/y@v1#egg=y", "y @ git+https://github.com/x/y@<commit>"),
          ("https://files.example.com/y-1.0-py3-none-any.whl", "y @ https://files.example.com/y-1.0-py3-none-any.whl"),
          ("./wheels/y-1.0-py3-none-any.whl", "write y==1.0 and give the wheel's folder to the build"),
-         ("torch>=2", "pin it (name==version)")]
+         ("torch>=2", "pin it (name==version)"),
+         # replay10 A6: the editable forms were "an option a pinned image cannot take; change that line", no form
+         ("-e git+https://github.com/x/y@v1#egg=y", "editable install, which an image cannot keep: write it as "
+          "y @ git+https://github.com/x/y@<commit>"),
+         ("--editable=git+https://github.com/x/y@v1#egg=y", "write it as y @ git+https://github.com/x/y@<commit>"),
+         ("-e ./libs/y", "editable install of a local folder, which an image cannot keep: copy the folder into the "
+          "workspace")]
 
 
 @pytest.mark.parametrize("line, form", FORMS, ids=[line for line, _ in FORMS])

@@ -505,7 +505,7 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
                 f"the workspace (at {seen}), where it leads nowhere, so the run would fail with 'No such file'; copy "
                 "the file into the workspace instead of linking it")
     if (folder / inside).is_file():
-        return ""
+        return _not_python_note(script, folder / inside, launcher)
     if here and not folder.exists():  # this machine mounts it: the folder, said once, not its script (walk6 M7)
         return missing_workspace_note(spec, spec_path, f"no {script}")
     if (folder / inside).exists():  # a folder, a pipe, a device: python runs none of them (walk6, W24)
@@ -518,6 +518,21 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
     meant = f"; did you mean {close}, which is there?" if close else ""
     return (f"{script} is not in the workspace {folder} (the nodes see it at {seen}): the run would fail with "
             f"'No such file' unless {unless}{meant}")
+
+
+def _not_python_note(script: str, path: Path, launcher: str) -> str:
+    """The note for a script every node would refuse at its start as no Python file (a shell script named .py, an
+    ELF, a notebook), judged by the nodes' own rule (``script_kind``), or "" (replay10 B18: validate and run's
+    dry run said nothing, and the nodes refused it only once started)."""
+    from nodeweave.entrypoint.planning.consistency import LAUNCHERS_WITH_WORKERS, script_kind
+
+    if launcher not in LAUNCHERS_WITH_WORKERS:
+        return ""
+    kind = script_kind(str(path))
+    if kind is None:
+        return ""
+    return (f"{script} is {kind}, which {launcher} would run with Python on every rank: every node refuses it at "
+            "its start (exit 2); accepted: a Python file, or launcher.type: command to run it as a program")
 
 
 def close_script(folder: Path, inside: str) -> str:

@@ -560,7 +560,9 @@ def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_M
             raise ExchangeError(f"{host_port(host, port)} is not a nodeweave exchange")
         if challenge.get("job") != job:
             raise Refused(f"the exchange at {host_port(host, port)} belongs to job {challenge.get('job')!r}, "
-                          f"not {job!r}")
+                          f"not {job!r}: ask it as that job, NODEWEAVE_JOB_ID={challenge.get('job')} (with the "
+                          "job's secret as its nodes have it: NODEWEAVE_JOB_TOKEN or NODEWEAVE_JOB_TOKEN_FILE, else "
+                          "the same master port)")
         channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
                       "stacks": bool(stacks), "all": bool(whole)})
         answer = channel.receive(deadline)

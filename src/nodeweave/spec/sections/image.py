@@ -305,7 +305,16 @@ def requirement_lines(text: str):
 def _requirement_problem(line: str) -> Optional[str]:
     if line.startswith("-"):
         option = line.split("=", 1)[0].split()[0]
-        return None if option in REQUIREMENT_OPTIONS else "is an option a pinned image cannot take"
+        if option in REQUIREMENT_OPTIONS:
+            return None
+        if option in ("-e", "--editable"):  # an editable install is a checkout the image cannot keep (replay10 A6)
+            target = line[len(option):].lstrip(" =")
+            if target.startswith(_VCS) or "://" in target:
+                return f"is an editable install, which an image cannot keep: {pin_form(target)}"
+            return ("is an editable install of a local folder, which an image cannot keep: copy the folder into the "
+                    "workspace and import it from there, or build it into a wheel and give the wheel's folder to the "
+                    "build (--wheelhouse FOLDER) as name==version")
+        return "is an option a pinned image cannot take"
     requirement = line.split(" --", 1)[0].strip()
     return None if rules.PINNED_REQUIREMENT.check(requirement) else f"is not pinned to one version: {pin_form(requirement)}"
 
