@@ -140,10 +140,10 @@ def test_exec_interrupted_names_the_nodes_it_may_have_left_running(cluster):
     import subprocess
     import time
 
-    from cli_run import NODEWEAVE, checkout_env
+    from cli_run import NODEWEAVE, popen
 
-    proc = subprocess.Popen([*NODEWEAVE, "exec", "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=checkout_env(), start_new_session=True)
+    proc = popen([*NODEWEAVE, "exec", "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, start_new_session=True)
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
