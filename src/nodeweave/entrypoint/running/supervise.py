@@ -112,6 +112,22 @@ def stop_waiting(signum, _frame):
     raise SystemExit(128 + signum)
 
 
+def stop_aside_path(watch, env):
+    """Where the launcher's output goes once this node is sent a stop signal (Ctrl-C, ``docker stop``): torchrun
+    and every rank answer it with a traceback (``SignalException: Process N got signal: 2``,
+    ``KeyboardInterrupt``), the launcher's noise about a signal nodeweave passed on, never the cause; the node's
+    one stop line names the file instead (walk10 B9). The stall watch's file beside the run when it watches,
+    else one under this node's state folder. None: nowhere to keep it (the output stays where it was)."""
+    stall = getattr(watch, "stall", None)
+    if stall is not None:
+        return stall.aside_path()
+    from ..stall.watcher import AFTER_STOP
+    from .runstate import state_root
+
+    node = "".join(c for c in str(env.get("NODE_RANK") or "0") if c.isalnum())[:12] or "0"
+    return os.path.join(state_root(env), AFTER_STOP.format(node=node))
+
+
 def _signal_name(signal, number):
     try:
         return signal.Signals(number).name
@@ -244,8 +260,14 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
             tail = OutputTail()
         pid = _fork_launcher(executable, argv, env, parent, tail, forwarded, saved)
 
+    stopping = _numbers(STOPPING)
+    aside = stop_aside_path(watch, env) if tail is not None else None
+    diverted = []
+
     def forward(signum, _frame):
         received.append(signum)
+        if aside and signum in stopping and not diverted and tail.divert(aside):
+            diverted.append(aside)  # first: the launcher's traceback of this signal goes there (walk10 B9)
         try:
             os.kill(pid, signum)
         except ProcessLookupError:
@@ -258,6 +280,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     if watch is not None:
         tail.parent_side()
         stopper = _stopper(pid, reaped, tail, ranks)
+        stopper.aside = aside  # where a stop the watch decides sends the output, with no stall watch's file
         watch.launch_with(stopper)  # beating from now on, or since before the plan (recovery's generations)
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None:
@@ -274,11 +297,12 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         from .symptoms import script_error, secondary
 
         text = tail.text()
-        sent = next((_signal_name(signal, s) for s in received if s in _numbers(STOPPING)), None)
-        stop = {"stopped": sent} if sent and code else {}  # a stop this node was sent: said as one (walk9 B9)
+        sent = next((_signal_name(signal, s) for s in received if s in stopping), None)
+        # a stop this node was sent: said as one (walk9 B9), naming where the launcher's output went (walk10 B9)
+        stop = dict({"stopped": sent}, **({"aside": diverted[0]} if diverted else {})) if sent and code else {}
         stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines(),
                                peer_gone=secondary(text) if code and not sent else None,
                                error=script_error(text) if code and not sent else None, **stop)
-        if stopped is not None and not any(s in _numbers(STOPPING) for s in received):
+        if stopped is not None and not any(s in stopping for s in received):
             return stopped  # a stop this node was sent itself still shows as 128+N
     return code
