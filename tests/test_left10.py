@@ -62,3 +62,112 @@ def test_b9_ctrl_c_on_node_0_is_one_line_and_no_launcher_traceback(tmp_path, nod
         assert codes[1] == 5, other
         assert "node 0 (" in other and ") was stopped (SIGINT, Ctrl-C): " in other and " failed: " not in other, other
         assert "SignalException" not in other and "KeyboardInterrupt" not in other, other
+
+
+# ---------------------------------------------------------------------------------------------------------- A3
+
+BOOM = '''import os, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == int(os.environ.get("BOOM_RANK", "1")):
+    raise RuntimeError("boom-left10: the worker's own error")
+time.sleep(30)
+'''
+BOOM_LINE = "RuntimeError: boom-left10: the worker's own error"
+
+
+def test_a3_a_failed_node_and_its_peer_name_the_workers_own_error_first(tmp_path):
+    """A3: node 0 relayed `node 1 failed: torchrun exited 1` and 20 lines of torchrun's ChildFailedError frames,
+    which never reach the worker's error; node 1 said nothing of its own. Real torchrun on gloo."""
+    pytest.importorskip("torch")
+    import stall_nodes
+
+    (tmp_path / "boom.py").write_text(BOOM)
+    started = stall_nodes.start(tmp_path, "torchrun", ["boom.py"], 2, 1, {})
+    try:
+        codes = [node.wait(120) for node in started]
+    finally:
+        stall_nodes.stop(started)
+    assert codes == [5, 1], [node.text() for node in started]
+    relay = next(line for line in started[0].text().splitlines() if "node 1 (" in line and " failed: " in line)
+    assert f"failed: torchrun exited 1: [rank1]: {BOOM_LINE}; stopping this node's launcher" in relay, relay
+    own = [line for line in started[1].text().splitlines() if "this node's launcher failed" in line]
+    assert own == [f"nodeweave-entrypoint: this node's launcher failed: torchrun exited 1: [rank1]: {BOOM_LINE}"], \
+        started[1].text()
+
+
+@pytest.fixture(scope="module")
+def torchrun_output(tmp_path_factory):
+    """What real torchrun prints when its one worker raises: the worker's traceback, then its own frames."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("boom")
+    (folder / "boom.py").write_text(BOOM)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    out = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "1", "boom.py"], cwd=folder,
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, BOOM_RANK="0", OMP_NUM_THREADS="1"))
+    assert out.returncode == 1 and "ChildFailedError" in out.stderr.split(BOOM_LINE)[1], out.stderr
+    return out.stdout + out.stderr
+
+
+def test_a3_one_pick_of_the_cause_behind_torchruns_frames(torchrun_output):
+    """A3: the one function every relay uses picks the worker's line, never ChildFailedError's."""
+    from nodeweave.entrypoint.running.symptoms import cause
+
+    assert cause(torchrun_output) == f"[rank0]: {BOOM_LINE}" or cause(torchrun_output) == BOOM_LINE
+    assert cause("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n  exitcode  : 1") is None
+    killed = "Root Cause (first observed failure):\n  exitcode  : -9 (pid: 12)\n  Signal 9 (SIGKILL) received by PID 12"
+    assert cause(killed).startswith("a worker was killed by signal 9 (SIGKILL)")
+
+
+def test_a3_nodeweave_runs_summary_names_the_cause(torchrun_output):
+    """A3: `nodeweave run`'s summary said `(last line: ====...)`, torchrun's frame, of the node that failed first."""
+    from collections import deque
+
+    from nodeweave.cluster.runner import TAIL_LINES, failure_line
+
+    tail = deque(torchrun_output.splitlines(), maxlen=TAIL_LINES)
+    assert failure_line(tail).startswith("the cause: ") and BOOM_LINE in failure_line(tail)
+
+
+def test_a3_exec_summary_and_up_log_tail_and_runs_show_name_the_cause(torchrun_output, tmp_path):
+    """A3: every other relay of a failed launcher's output: `exec`'s summary, `up`'s readiness failure, `runs
+    show`'s table, each names the worker's line."""
+    from types import SimpleNamespace
+
+    from nodeweave.cli import runs
+    from nodeweave.cluster import logs, ready
+
+    log = tmp_path / "node-0.log"
+    log.write_text(torchrun_output)
+    node = SimpleNamespace(name="node-0", index=0, remote=SimpleNamespace(label="local"),
+                           argv=lambda command, env: ["sh", "-c", f"cat {log}; exit 1"])
+    results = logs.exec_everywhere([node], ["x"], None)
+    assert BOOM_LINE in results[0].cause and BOOM_LINE in logs.summary(results), logs.summary(results)
+    backend = SimpleNamespace(logs=lambda n, follow=False: ["cat", str(log)])
+    assert ready._log_tail(backend, node).startswith("the cause: ") and BOOM_LINE in ready._log_tail(backend, node)
+    assert BOOM_LINE in runs._cause(log)
+
+
+def test_a3_bench_and_doctor_name_the_workers_error_first(tmp_path, capsys):
+    """A3: bench said `run 'baseline' failed (exit 1); its output ended:` and 40 lines of torchrun's frames;
+    the worker's own error (here gloo's: no such interface) now comes first, in bench and `doctor --bench` alike."""
+    pytest.importorskip("torch")
+    from rich.console import Console
+
+    from nodeweave.bench.runner import BenchConfig, launch
+    from nodeweave.cli.bench import _show
+    from nodeweave.doctor.bench_check import judge
+
+    run = launch(BenchConfig(ops=("all_reduce",), sizes="1K", iters=1, warmup=0, nproc="1", timeout_s=120),
+                 "baseline", {"GLOO_SOCKET_IFNAME": "nope0"})
+    assert run.exit_code != 0 and run.cause and "Unable to find address for: nope0" in run.cause, run.log_tail
+    err = Console(file=open(tmp_path / "err.txt", "w"), width=400)
+    _show([run], [], [], ["all_reduce"], Console(file=open(os.devnull, "w")), err)
+    err.file.close()
+    first = (tmp_path / "err.txt").read_text().splitlines()[0]
+    assert first.startswith("run 'baseline' failed (exit 1): ") and "nope0" in first, first
+    [finding] = judge(run, None)
+    assert "without results: " in finding.message and "nope0" in finding.message.split("its output ended")[0]

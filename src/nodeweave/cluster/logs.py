@@ -23,6 +23,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
@@ -242,10 +243,11 @@ class NodeResult:
     exit_code: Optional[int]  # None: still running when the timeout came (killed)
     seconds: float
     last_line: str = ""
+    cause: Optional[str] = None  # a failed node's worker's own error line (symptoms.cause, walk9 A3)
 
     def to_dict(self) -> dict:
         return {"node": self.node.name, "reached_as": self.node.remote.label, "exit_code": self.exit_code,
-                "seconds": round(self.seconds, 3), "last_line": self.last_line}
+                "seconds": round(self.seconds, 3), "last_line": self.last_line, "cause": self.cause}
 
 
 def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Console], env: Mapping[str, str] = (),
@@ -278,13 +280,23 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
 
     for node, proc in zip(nodes, procs):
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
-    _drain(lines, len(nodes), last, console, width, start, timeout, procs)
-    return [NodeResult(node, proc.returncode if node.index in ended else None,
-                       ended.get(node.index, time.monotonic() - start), last[node.index])
-            for node, proc in zip(nodes, procs)]
+    tails = {node.index: deque(maxlen=TAIL_LINES) for node in nodes}
+    _drain(lines, len(nodes), last, console, width, start, timeout, procs, tails)
+    results = [NodeResult(node, proc.returncode if node.index in ended else None,
+                          ended.get(node.index, time.monotonic() - start), last[node.index])
+               for node, proc in zip(nodes, procs)]
+    from nodeweave.entrypoint.running.symptoms import cause
+
+    for result in results:
+        if result.exit_code != 0:
+            result.cause = cause("\n".join(tails[result.node.index]))
+    return results
 
 
-def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs) -> None:
+TAIL_LINES = 200  # a node's last lines kept for its failure's cause (past torchrun's ChildFailedError frames)
+
+
+def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs, tails=None) -> None:
     """Print lines until every stream closed; past ``timeout`` (or on Ctrl-C) the rest are killed."""
     try:
         while streams:
@@ -300,6 +312,8 @@ def _drain(lines, streams: int, last: dict, console, width: int, start: float, t
                 continue
             if line.strip():
                 last[node.index] = line.strip()
+                if tails is not None:
+                    tails[node.index].append(line)
             if console is not None:
                 _print(console, node.name, node.index, width, line)
     finally:
@@ -315,5 +329,6 @@ def summary(results: List[NodeResult]) -> str:
     if not bad:
         return f"{len(results)} node(s): all exit 0"
     described = ranges(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
-                       + (f" ({r.last_line[:80]})" if r.last_line else "") for r in bad)
+                       + (f" ({r.cause[:160]})" if r.cause else f" ({r.last_line[:80]})" if r.last_line else "")
+                       for r in bad)
     return f"{len(bad)} of {len(results)} node(s) failed: {described}"

@@ -294,13 +294,18 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         end(ranks["processes"], ranks["deadline"])
     code = exit_status(status, received)
     if watch is not None:
-        from .symptoms import script_error, secondary
+        from .symptoms import named_first, script_error, secondary
 
         text = tail.text()
         sent = next((_signal_name(signal, s) for s in received if s in stopping), None)
         # a stop this node was sent: said as one (walk9 B9), naming where the launcher's output went (walk10 B9)
         stop = dict({"stopped": sent}, **({"aside": diverted[0]} if diverted else {})) if sent and code else {}
-        stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines(),
+        how = how_it_ended(os.path.basename(argv[0]), status, received)
+        if code and not sent:  # the worker's own error first, in this node's line and every relay (walk9 A3)
+            how = named_first(how, text)
+            if getattr(watch, "failure", None) is None:  # not stopped by the watch (a peer's failure, a stall)
+                watch.log(f"this node's launcher failed: {how}")
+        stopped = watch.finish(code, how, tail.lines(),
                                peer_gone=secondary(text) if code and not sent else None,
                                error=script_error(text) if code and not sent else None, **stop)
         if stopped is not None and not any(s in stopping for s in received):
