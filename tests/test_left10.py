@@ -171,3 +171,65 @@ def test_a3_bench_and_doctor_name_the_workers_error_first(tmp_path, capsys):
     assert first.startswith("run 'baseline' failed (exit 1): ") and "nope0" in first, first
     [finding] = judge(run, None)
     assert "without results: " in finding.message and "nope0" in finding.message.split("its output ended")[0]
+
+
+# ---------------------------------------------------------------------------------------------------------- A29
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from nodeweave.build import INDEX_VARIABLES
+    from team_folder import make_team
+
+    for name in INDEX_VARIABLES + ("XDG_CONFIG_HOME", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    folder = tmp_path / "team"
+    folder.mkdir()
+    return make_team(folder, monkeypatch)
+
+
+TOKEN_URL = "https://user:s3cret@pypi.corp.example/simple"
+
+
+@pytest.mark.parametrize("name", ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_FIND_LINKS",
+                                  "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX"])
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a29_an_index_variable_of_this_shell_is_named_in_the_plan(capsys, team, monkeypatch, name, output):
+    """A29: PIP_INDEX_URL (and pip's and uv's other index variables) exported in this shell was neither passed into
+    the build nor named: pip in the build went to PyPI. The plan names the variable (never its value: a URL may
+    hold a token) with the ways that work."""
+    import json
+
+    from cli_run import in_process as run_cli
+
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    monkeypatch.setenv(name, TOKEN_URL)
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", *(["-o", "json"] if output == "json" else []))
+    assert code == 0, err
+    assert "s3cret" not in out + err
+    text = out + err
+    said = [line for line in text.replace("\\n", "\n").splitlines() if "no build step sees" in line]
+    assert len(said) == 1 and name in said[0] and "--index-url URL" in said[0] and "--offline" in said[0], text
+    assert "pip download" in said[0] and "docs/images.md" in said[0], said[0]
+
+
+def test_a29_a_pip_conf_naming_an_index_is_named_and_offline_or_unset_says_nothing(capsys, team, monkeypatch):
+    """A29, the same class: a pip.conf (or uv.toml) naming an index reaches no build step either; with --offline pip
+    asks no index, and with nothing set the plan has no such line."""
+    from cli_run import in_process as run_cli
+
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run")
+    assert code == 0 and "no build step sees" not in out + err, out + err
+    conf = Path(os.environ["HOME"]) / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(f"[global]\nindex-url = {TOKEN_URL}\n")
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run")
+    assert code == 0 and str(conf) in out + err and "s3cret" not in out + err, out + err
+    monkeypatch.setenv("PIP_INDEX_URL", TOKEN_URL)
+    (team / "wheelhouse").mkdir()
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--offline")
+    assert "no build step sees" not in out + err, out + err
