@@ -39,6 +39,7 @@ launcher: {script: train.py}
 # does: one line per container found, exit 125 when one is missing; anything else is refused (exit 2).
 PODMAN = r'''#!{python}
 import json, os, sys
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 known = json.load(open(os.environ["STANDIN_CONTAINERS"]))
 args = sys.argv[1:]
 if args[:3] != ["inspect", "--type", "container"] or args[3] != "--format":
@@ -63,7 +64,7 @@ def cli(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str
 
 
 def _env(tmp_path: Path, **extra) -> dict:
-    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path),
+    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "COLUMNS": "200", "HOME": home_beside(tmp_path),
             **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}, **extra}
 
 

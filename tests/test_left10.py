@@ -233,3 +233,77 @@ def test_a29_a_pip_conf_naming_an_index_is_named_and_offline_or_unset_says_nothi
     (team / "wheelhouse").mkdir()
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--offline")
     assert "no build step sees" not in out + err, out + err
+
+
+# ---------------------------------------------------------------------------------------------------------- A27
+
+A27_SPEC = "name: sp\nimage:\n  variant: cpu\nnodes: 2\nlauncher:\n  script: train.py\n"
+
+
+@pytest.fixture
+def home_elsewhere(tmp_path, monkeypatch):
+    """A $HOME outside /home, /Users and /var/home (HOME=/tmp/x, a CI runner's, a container's), holding a train.py
+    and, for the verbs that read one, a spec directly in it."""
+    home = tmp_path / "x"
+    home.mkdir()
+    (home / "train.py").write_text("print(1)\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(home)
+    for name in list(os.environ):
+        if name.startswith("NODEWEAVE_"):
+            monkeypatch.delenv(name)
+    return home
+
+
+@pytest.mark.parametrize("argv", [["init", "--dry-run"], ["init"], ["validate"], ["up", "--dry-run"],
+                                  ["run", "--dry-run"], ["render", "all", "--dry-run"],
+                                  ["sync", "--dry-run", ".", "/workspace", "--node", "podman:a"],
+                                  ["sync", "--dry-run", "~", "/workspace", "--node", "podman:a"]])
+def test_a27_home_elsewhere_is_no_workspace(capsys, home_elsewhere, argv):
+    """A27: with HOME=/tmp/x, `cd ~ && nodeweave init` wrote ~/nodeweave.yaml and validate, up and sync took the
+    whole home as the workspace (only /home/<user>, /Users/<user>, /var/home/<user> were refused)."""
+    from cli_run import in_process as run_cli, one_line
+
+    if argv[0] != "init":
+        (home_elsewhere / "nodeweave.yaml").write_text(A27_SPEC)
+    argv = [str(home_elsewhere) if word == "~" else word for word in argv]
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2, (out, err)
+    assert f"{home_elsewhere} is a home itself, your home folder ($HOME)" in line, line
+    if argv == ["init"]:
+        assert not (home_elsewhere / "nodeweave.yaml").exists()
+
+
+def test_a27_a_project_folder_in_that_home_is_fine(capsys, home_elsewhere):
+    """A27: the rule is about the home itself: ~/proj is the place it points to."""
+    from cli_run import in_process as run_cli
+
+    project = home_elsewhere / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("print(1)\n")
+    (project / "nodeweave.yaml").write_text(A27_SPEC)
+    os.chdir(project)
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0, err
+
+
+def test_a27_the_passwd_entrys_home_counts_too(tmp_path, monkeypatch):
+    """A27: the passwd entry's home is the user's home even when $HOME says another folder (sudo -E, a shell that
+    changed HOME): a spec directly in it is refused by the same rule."""
+    import pwd
+
+    from nodeweave.remote.names import shared_folder_problem
+    from nodeweave.spec import parse_spec
+    from nodeweave.errors import UsageError
+
+    real = tmp_path / "passwd-home"
+    real.mkdir()
+    entry = pwd.getpwuid(os.getuid())
+    fake = type(entry)((entry.pw_name, entry.pw_passwd, entry.pw_uid, entry.pw_gid, entry.pw_gecos, str(real),
+                        entry.pw_shell))
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: fake)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    assert "your home folder (the passwd entry's)" in shared_folder_problem(str(real))
+    with pytest.raises(UsageError, match="is a home itself"):
+        parse_spec(A27_SPEC, f"{real}/nodeweave.yaml", base_dir=real)
