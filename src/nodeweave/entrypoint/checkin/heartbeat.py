@@ -27,6 +27,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..news import Cause, News, NodeId, heard
+from ..running.supervise import said_stopped
 from ..stall.exchange import HubStall, LinkStall
 from ..stall.surface import WatchSurface
 from . import HUB_WATCHES, LINK_WATCHES
@@ -47,15 +48,6 @@ REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the o
 STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
 HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node answers, or is gone, or is silent
 QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
-
-
-def said_stopped(stopped, code, aside=None, others=None):
-    """The one line a node sent a stop signal says once its launcher ended (every watch's: walk9 B9, walk10 B9):
-    the signal, the exit code, what the others hear, and the file holding the launcher's tracebacks of it."""
-    ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
-    return (f"stopped on {stopped}{ctrl_c}: this node's launcher ended (exit {code})" +
-            (f"; {others}" if others else "") +
-            (f"; the launcher's output after the signal (its traceback of it): {aside}" if aside else ""))
 
 
 def describe(report):

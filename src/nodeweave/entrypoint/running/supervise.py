@@ -100,6 +100,15 @@ def launcher_gone(previous):
         signal.signal(sig, stop_waiting if sig in stopping else handler)
 
 
+def said_stopped(stopped, code, aside=None, others=None):
+    """The one line a node sent a stop signal says once its launcher ended (every watch's: walk9 B9, walk10 B9):
+    the signal, the exit code, what the others hear, and the file holding the launcher's tracebacks of it."""
+    ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
+    return (f"stopped on {stopped}{ctrl_c}: this node's launcher ended (exit {code})" +
+            (f"; {others}" if others else "") +
+            (f"; the launcher's output after the signal (its traceback of it): {aside}" if aside else ""))
+
+
 def stop_waiting(signum, _frame):
     """A stop sent to a node with no launcher running: its exit, 128+N, with atexit's work done (a checkpoint
     folder's claim released, the goodput timeline written)."""
@@ -121,8 +130,7 @@ def stop_aside_path(watch, env):
     stall = getattr(watch, "stall", None)
     if stall is not None:
         return stall.aside_path()
-    from ..stall.watcher import AFTER_STOP
-    from .runstate import state_root
+    from .runstate import AFTER_STOP, state_root
 
     node = "".join(c for c in str(env.get("NODE_RANK") or "0") if c.isalnum())[:12] or "0"
     return os.path.join(state_root(env), AFTER_STOP.format(node=node))

@@ -61,7 +61,7 @@ class LocalWatch(FaultSeam):
         if self.thread is not None:
             self.thread.join(2 * TICK_S)
         if stopped and code and self.failure is None:
-            from ..checkin.heartbeat import said_stopped
+            from ..running.supervise import said_stopped
 
             self.log(said_stopped(stopped, code, aside))
         return EXIT_STALLED if self.failure is not None else None
