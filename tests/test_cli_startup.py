@@ -25,7 +25,9 @@ PROBE = ("import json, sys; from nodeweave.cli import main; code = main(sys.argv
 
 
 def imported(*argv, cwd=REPO, path=None):
-    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": home_beside(cwd),
+    home = Path(tempfile.gettempdir()) / "nodeweave-test-home"  # never the checkout: its spec in a home is refused
+    home.mkdir(exist_ok=True)
+    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(home),
            "NODEWEAVE_CACHE_DIR": str(Path(tempfile.gettempdir()) / "nodeweave-test-cache")}  # not in the checkout
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=120)

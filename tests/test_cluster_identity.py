@@ -27,6 +27,7 @@ import cli_run
 from plan_parts import up_files, up_steps
 import pytest
 import yaml
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 KUBECTL_STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
 SPEC = """name: twin
@@ -39,7 +40,6 @@ launcher: {script: train.py}
 # does: one line per container found, exit 125 when one is missing; anything else is refused (exit 2).
 PODMAN = r'''#!{python}
 import json, os, sys
-from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 known = json.load(open(os.environ["STANDIN_CONTAINERS"]))
 args = sys.argv[1:]
 if args[:3] != ["inspect", "--type", "container"] or args[3] != "--format":
