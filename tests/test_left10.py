@@ -176,12 +176,23 @@ def test_a3_bench_and_doctor_name_the_workers_error_first(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------------- A29
 
 
+# pip's and uv's variables naming an index or a folder of wheels (the product's table: build.INDEX_VARIABLES)
+A29_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_NO_INDEX",
+                 "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX")
+
+
+def test_a29_the_tests_table_is_the_products():
+    """A29: the names the tests clear and set are the ones the plan names."""
+    from nodeweave.build import INDEX_VARIABLES
+
+    assert set(A29_VARIABLES) == set(INDEX_VARIABLES)
+
+
 @pytest.fixture
 def team(tmp_path, monkeypatch):
-    from nodeweave.build import INDEX_VARIABLES
     from team_folder import make_team
 
-    for name in INDEX_VARIABLES + ("XDG_CONFIG_HOME", "PIP_CONFIG_FILE"):
+    for name in A29_VARIABLES + ("XDG_CONFIG_HOME", "PIP_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     home.mkdir()
