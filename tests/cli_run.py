@@ -23,6 +23,14 @@ ENTRYPOINT = [sys.executable, "-m", "nodeweave.entrypoint"]
 CLEAN = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
 
 
+def home_beside(folder) -> str:
+    """A home folder of the test's own beside ``folder``, made: never the project folder itself, whose spec would
+    then lie directly in the home, which every verb refuses as a workspace (walk9 A27, left10)."""
+    home = Path(folder).parent / f"{Path(folder).name}.home"
+    home.mkdir(parents=True, exist_ok=True)
+    return str(home)
+
+
 def checkout_env(env: Optional[Mapping[str, str]] = None, **extra: str) -> "dict[str, str]":
     """``env`` (None: this process's environment) plus ``extra``, with this checkout's src first on PYTHONPATH."""
     out = dict(os.environ if env is None else env)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(SRC), "COLUMNS": "200",
@@ -125,7 +126,7 @@ CLI_MEMBERS = [spec_device, spec_from_stdin, spec_from_variable, requirements, s
 def run(argv, cwd: Path, stdin: str = "/dev/null", env=None) -> subprocess.CompletedProcess:
     with open(stdin, "rb") as given:
         return subprocess.run(argv, cwd=cwd, stdin=given, capture_output=True, text=True, timeout=120,
-                              env={**ENV, "HOME": str(cwd), **(env or {})}, preexec_fn=limited)
+                              env={**ENV, "HOME": home_beside(cwd), **(env or {})}, preexec_fn=limited)
 
 
 def refused_in_one_line(done: subprocess.CompletedProcess, named: str, says: str = "too large") -> None:
@@ -151,7 +152,7 @@ def test_a_spec_from_an_endless_pipe_is_refused(tmp_path):
     """``--spec <(yes)``: a pipe, not a device (a writer that never stops)."""
     project = spec_at(tmp_path)
     done = subprocess.run(["bash", "-c", 'exec "$@" validate --spec <(yes)', "bash", *NODEWEAVE], cwd=project,
-                          capture_output=True, text=True, timeout=120, env={**ENV, "HOME": str(project)},
+                          capture_output=True, text=True, timeout=120, env={**ENV, "HOME": home_beside(project)},
                           preexec_fn=limited)
     refused_in_one_line(done, "/dev/fd/")
 

@@ -14,6 +14,7 @@ import typer.main
 from nodeweave.cli import app, main
 from nodeweave.cli.habits.lazy import every_command
 from typer._click.core import Context  # typer's vendored click: nodeweave does not depend on click
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: nwempty
 image: {variant: cpu}
@@ -71,7 +72,7 @@ def option_cases():
 def project(tmp_path, monkeypatch):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", home_beside(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # nothing a verb could reach if "" got through
     return tmp_path
 

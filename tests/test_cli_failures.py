@@ -20,6 +20,7 @@ from nodeweave.errors import EXIT_ENVIRONMENT, EXIT_USAGE
 from nodeweave.failures import from_os_error, tool_message, writable_dir
 from nodeweave.errors import EnvironmentProblem, UsageError
 from nodeweave.remote import make_target
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: nwcli-absent
 image: {variant: cpu}
@@ -38,7 +39,7 @@ def project(tmp_path):
 
 def nodeweave(project, *args, path="/usr/bin:/bin:/usr/local/bin", **env):
     return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=project, timeout=120,
-                          env={"COLUMNS": "200", "PATH": path, "HOME": str(project), **env})
+                          env={"COLUMNS": "200", "PATH": path, "HOME": home_beside(project), **env})
 
 
 def one_line(done) -> str:

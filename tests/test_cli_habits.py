@@ -18,6 +18,7 @@ import pytest
 from nodeweave import __version__
 from nodeweave.cli import app, main
 from nodeweave.errors import EXIT_USAGE
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 def misspelt_options():
@@ -138,7 +139,7 @@ def test_a_table_off_a_terminal_keeps_every_row_on_one_line(tmp_path):
     (folder / "run.json").write_text(__import__("json").dumps({"job": "j", "command": words, "exit_code": 0,
                                                                "started": "2026-01-01T00:00:00Z", "ended": "x"}))
     done = cli_run.run([*cli_run.PROGRAM, "runs", "ls"], cwd=tmp_path, timeout=60,
-                       env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                       env={"PATH": "/usr/bin:/bin", "HOME": home_beside(tmp_path)})
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if "20260101T000000Z-j" in line]
     assert len(rows) == 1 and "--option-number-11=a-long-value-11" in rows[0], done.stdout

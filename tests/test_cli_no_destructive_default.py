@@ -20,6 +20,7 @@ from nodeweave.cli import app, main
 from nodeweave.cli.habits.coercion import plain_runtime_param
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: nwsafe
 image: {variant: cpu}
@@ -31,7 +32,7 @@ launcher: {script: train.py}
 
 def nodeweave(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """The real program, from this checkout's sources, with no engine on PATH."""
-    return cli_run.nodeweave(*args, cwd=cwd, timeout=120, env={**cli_run.CLEAN, "HOME": str(cwd), **env})
+    return cli_run.nodeweave(*args, cwd=cwd, timeout=120, env={**cli_run.CLEAN, "HOME": home_beside(cwd), **env})
 
 
 @pytest.fixture

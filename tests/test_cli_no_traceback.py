@@ -21,6 +21,7 @@ import typer.main
 from nodeweave.cli import app
 from nodeweave.cli.habits.lazy import every_command
 from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(SRC), "COLUMNS": "200",
@@ -56,7 +57,7 @@ def project(tmp_path):
 
 def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", f"set -o pipefail; {line}"], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, env={**ENV, "HOME": str(cwd)})
+                          timeout=120, env={**ENV, "HOME": home_beside(cwd)})
 
 
 def quoted(argv) -> str:
@@ -84,7 +85,7 @@ def test_entrypoint_help_into_head_is_quiet(project, attempt):
 def test_a_reader_gone_before_the_first_write_is_quiet(project, program, argv, code):
     """The deterministic form of `| head -1`: the pipe's only reader is closed before the program writes."""
     child = subprocess.Popen([*program, *argv], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**ENV, "HOME": str(project)})
+                             text=True, env={**ENV, "HOME": home_beside(project)})
     child.stdout.close()
     err = child.stderr.read()
     assert child.wait(timeout=60) == code, err
@@ -144,7 +145,7 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_quietly(project):
     codes = set()
     for delay_ms in range(0, 130, 10):
         child = subprocess.Popen([*NODEWEAVE, "validate"], cwd=project, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env={**ENV, "HOME": str(project)})
+                                 stderr=subprocess.PIPE, text=True, env={**ENV, "HOME": home_beside(project)})
         time.sleep(delay_ms / 1000)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)

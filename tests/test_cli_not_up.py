@@ -14,6 +14,7 @@ import pytest
 
 from nodeweave.cli import main
 from nodeweave.cluster.base import HELD_VERBS
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = "name: demo\nnodes: 2\ngpus_per_node: 1\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: train.py}\n"
 
@@ -47,7 +48,7 @@ def folder(tmp_path, monkeypatch):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     (tmp_path / "train.py").write_text("print('hi')\n")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", home_beside(tmp_path))
     monkeypatch.delenv("NODEWEAVE_ENGINE", raising=False)
     return tmp_path
 

@@ -17,6 +17,7 @@ import pytest
 
 from nodeweave.cli import main
 from nodeweave.errors import EXIT_USAGE
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = ("import json, sys; from nodeweave.cli import main; code = main(sys.argv[1:]); "
@@ -24,7 +25,9 @@ PROBE = ("import json, sys; from nodeweave.cli import main; code = main(sys.argv
 
 
 def imported(*argv, cwd=REPO, path=None):
-    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(cwd),
+    home = Path(tempfile.gettempdir()) / "nodeweave-test-home"  # never the checkout: its spec in a home is refused
+    home.mkdir(exist_ok=True)
+    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(home),
            "NODEWEAVE_CACHE_DIR": str(Path(tempfile.gettempdir()) / "nodeweave-test-cache")}  # not in the checkout
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=120)
@@ -163,7 +166,7 @@ def test_the_root_help_table_is_what_the_modules_register():
 
 
 def test_rich_help_on_a_terminal_leaves_markdown_and_tracebacks_out(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(tmp_path), "NODEWEAVE_RICH_HELP": "1"}
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "100", "HOME": home_beside(tmp_path), "NODEWEAVE_RICH_HELP": "1"}
     done = subprocess.run([sys.executable, "-c", PROBE, "status", "--help"], capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=120)
     found = json.loads(done.stdout.strip().splitlines()[-1])

@@ -27,6 +27,7 @@ import cli_run
 from plan_parts import up_files, up_steps
 import pytest
 import yaml
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 KUBECTL_STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
 SPEC = """name: twin
@@ -63,7 +64,7 @@ def cli(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str
 
 
 def _env(tmp_path: Path, **extra) -> dict:
-    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path),
+    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "COLUMNS": "200", "HOME": home_beside(tmp_path),
             **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}, **extra}
 
 

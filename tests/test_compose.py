@@ -21,6 +21,7 @@ import yaml
 
 from nodeweave.targets.compose import render_files
 from nodeweave.spec import load_spec
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "compose"
@@ -255,7 +256,7 @@ def podman_compose_dry_run(tmp_path, case, rel, env, spec=None):
     out = subprocess.run(
         [sys.executable, "-m", "podman_compose", "--verbose", "--dry-run", "-f", rel, "up", "-d"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, **env, "HOME": str(tmp_path)},
+        env={**os.environ, **env, "HOME": home_beside(tmp_path)},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     return [m.group(1) for m in re.finditer(r"^INFO:[\w.]+:podman create (.*)$", out.stderr, re.MULTILINE)]

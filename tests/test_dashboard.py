@@ -27,6 +27,7 @@ from cdp import Browser
 from free_ports import free_port
 from nodeweave.cluster.dashboard import History, heat_map, run_state, state
 from nodeweave.entrypoint.metrics.heat import HeatSummary
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
@@ -90,7 +91,7 @@ def test_a_finished_runs_folder_gives_the_same_document_with_its_generations_and
 # --- the command's refusals ---------------------------------------------------------------------------------
 
 def cli(*args, cwd, timeout=60):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(cwd), "COLUMNS": "200"}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": home_beside(cwd), "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "nodeweave.cli", "dashboard", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -113,7 +114,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
 
 @pytest.mark.parametrize("verb", ["top", "dashboard"])
 def test_a_url_that_cannot_be_node_0s_port_is_bad_input_for_top_and_the_dashboard(tmp_path, verb):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": home_beside(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "nodeweave.cli", verb, "--url", "gpu01:9464"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
@@ -156,7 +157,7 @@ def browse(url, tmp_path, screenshot=None, budget_ms=4000):
 
 
 def start_dashboard(tmp_path, metrics_port, interval=0.5):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": home_beside(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--url",
                              f"http://127.0.0.1:{metrics_port}", "--port", "0", "--interval", str(interval)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -333,7 +334,7 @@ def test_a_finished_runs_folder_is_the_same_page(tmp_path):
         summary.feed(float(t), 0, [{"node": n, "rank": n, "seq": 10 * t, "outside_s": t * (1.25 if n else 1.0)}
                                    for n in (0, 1)])
     (folder / "heat.json").write_text(json.dumps(summary.document()))
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": home_beside(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--run", "last", "--runs-dir",
                              str(tmp_path / "runs")], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=cli_run.ctrl_c_reaches_it)

@@ -18,6 +18,7 @@ from free_ports import free_port
 from one_machine import one_machine_env
 from nodeweave.doctor import diagnose
 from nodeweave.doctor.cluster import survey_here
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SYSROOT = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -58,7 +59,7 @@ def test_doctor_spec_judges_the_spares_index_as_the_spare(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(
         "name: rj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
         "recovery: {enabled: true, spares: 1, checkpoint_dir: /workspace/ckpt}\n")
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path), "HOME": home_beside(tmp_path)}
     doctor = [sys.executable, "-m", "nodeweave.cli", "doctor", "--spec", "nodeweave.yaml", "--sysroot", str(SYSROOT)]
     out = subprocess.run([*doctor, "--node", "2", "--json"], capture_output=True, text=True, cwd=tmp_path, env=env,
                          timeout=120)

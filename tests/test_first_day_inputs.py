@@ -16,6 +16,7 @@ import cli_run
 import pytest
 
 from nodeweave.cli import main
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: nwfirst
 image: {variant: cpu}
@@ -30,7 +31,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 def project(tmp_path, monkeypatch):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", home_beside(tmp_path))
     monkeypatch.delenv("NODEWEAVE_SPEC", raising=False)
     return tmp_path
 
@@ -203,7 +204,7 @@ def test_row_55_a_bench_that_measured_nothing_writes_no_results_file(project):
                            "--sizes", "4K", "--iters", "1", "--warmup", "1", "--timeout", "0.01"],
                           cwd=project, timeout=300,
                           env={"PYTHONPATH": str(SRC), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                               "HOME": str(project)})
+                               "HOME": home_beside(project)})
     assert done.returncode != 0, done.stderr
     assert "was not written" in done.stderr, done.stderr
     assert not (project / "nodeweave-bench.json").exists() and not (project / "runs").exists()

@@ -19,6 +19,7 @@ import cli_run
 import pytest
 
 from nodeweave.plan import KINDS
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 HERE = Path(__file__).parent
 SRC = HERE.parent / "src" / "nodeweave"
@@ -58,7 +59,7 @@ def folder(tmp_path_factory):
     (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
     (bin_dir / "ssh").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin",
-           "STANDIN_SSH_ROOT": str(root / "hosts"), "COLUMNS": "200", "HOME": str(root)}
+           "STANDIN_SSH_ROOT": str(root / "hosts"), "COLUMNS": "200", "HOME": home_beside(root)}
     env.pop("NODEWEAVE_PLAN_RECORD", None)
     done = cli_run.run([*cli_run.NODEWEAVE, "render", "all"], cwd=root, env=env, timeout=300)
     assert done.returncode == 0, done.stderr

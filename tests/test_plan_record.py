@@ -23,6 +23,7 @@ import pytest
 import slurm_cluster
 from one_machine import one_machine_env
 from test_slurm import _port
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 HERE = Path(__file__).parent
 SSH_STANDIN = HERE / "ssh_standin.py"
@@ -79,7 +80,7 @@ def bare_hosts(tmp_path):
     (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {SSH_STANDIN} \"$@\"\n")
     (bin_dir / "ssh").chmod(0o755)
     env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(tmp_path / "hosts"),
-           "COLUMNS": "200", "HOME": str(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+           "COLUMNS": "200", "HOME": home_beside(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     root = tmp_path / "hosts"  # each host its own TMPDIR (its run records), as separate machines have
     root.mkdir()
     (root / "hosts.json").write_text(json.dumps({h: one_machine_env({"TMPDIR": str(root / f"tmp-{h}")})
@@ -148,7 +149,7 @@ def test_down_on_kubernetes_runs_its_dry_runs_plan(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} {KUBECTL_STANDIN} \"$@\"\n")
     (bin_dir / "kubectl").chmod(0o755)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path), "STANDIN_STATE": str(state),
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": home_beside(tmp_path), "STANDIN_STATE": str(state),
            "STANDIN_REAL_KUBECTL": real, **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     down = assert_same(tmp_path, env, "down", "-t", "kubernetes")
     written = [f["path"] for p in down["phases"] for f in p.get("files", [])]  # the tree delete -k reads

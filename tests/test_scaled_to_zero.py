@@ -18,6 +18,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
 SPEC = """name: seed
@@ -42,7 +43,7 @@ def dormant(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
     (bin_dir / "kubectl").chmod(0o755)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STANDIN_STATE": str(state), "COLUMNS": "200", "HOME": str(tmp_path),
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STANDIN_STATE": str(state), "COLUMNS": "200", "HOME": home_beside(tmp_path),
            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     scaled = subprocess.run(["kubectl", "scale", "-n", "ml", "statefulset/seed", "--replicas", "0"],
                             capture_output=True, text=True, env=env)

@@ -29,6 +29,7 @@ import yaml
 
 from plan_parts import up_files, up_steps
 from nodeweave.spec import parse_spec
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: seed
 image: {variant: cpu}
@@ -40,7 +41,7 @@ kubernetes: {namespace: ml}
 
 
 def nodeweave(spec_path: Path, *args: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess:
-    return cli_run.run([*cli_run.NODEWEAVE, *args, "--spec", str(spec_path)], cwd=spec_path.parent, env={"COLUMNS": "200", "PATH": path, "HOME": str(spec_path.parent),
+    return cli_run.run([*cli_run.NODEWEAVE, *args, "--spec", str(spec_path)], cwd=spec_path.parent, env={"COLUMNS": "200", "PATH": path, "HOME": home_beside(spec_path.parent),
                                                      **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}})
 
 

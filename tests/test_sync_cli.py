@@ -8,6 +8,7 @@ import sys
 
 import cli_run
 import pytest
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 pytestmark = pytest.mark.usefixtures("own_digest_cache")
 
@@ -62,7 +63,7 @@ def test_a_bad_ignore_file_line_is_named(tmp_path):
 def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, args, message):
     """Issue 9: with no podman, rsync, kubectl or git on PATH, a mistake is still exit 2, not 3."""
     (tmp_path / "SRC").mkdir()
-    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": home_beside(tmp_path)}
     out = run(*args, cwd=tmp_path, env=env)
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
@@ -70,14 +71,14 @@ def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, arg
 
 def test_a_bad_ignore_file_line_beats_a_missing_engine(tmp_path):
     (tmp_path / ".nodeweaveignore").write_text("ok/\n/\n")
-    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": home_beside(tmp_path)}
     out = run(str(tmp_path), "/workspace", "--node", "podman:c1", env=env)
     assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr, out.stderr
 
 
 def test_missing_tools_exit_3(tmp_path):
     """rsync is needed here only when asked for: a stream or tar needs just the target's exec channel."""
-    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": home_beside(tmp_path)}
     (tmp_path / "train.py").write_text("print('train')\n")  # a SRC with nothing to send is refused first (exit 2)
     out = run(str(tmp_path), "/workspace", "--node", "podman:c1", "--method", "rsync", env=env)
     assert out.returncode == 3 and "rsync is not installed" in out.stderr
@@ -95,7 +96,7 @@ def test_with_no_target_sync_goes_where_every_verb_goes(tmp_path):
     plain = ("name: llama\nimage: {variant: cpu}\nnodes: 3\nlauncher: {script: train.py}\n"
              "workspace: {path: /workspace/llama}\nkubernetes: {namespace: ml%s}\n")
     spec.write_text(plain % "")
-    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path), **{k: v for k, v in os.environ.items()
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": home_beside(tmp_path), **{k: v for k, v in os.environ.items()
                                                                           if k == "PYTHONPATH"}}
     out = run("--tar", cwd=tmp_path, env=env)
     assert out.returncode == 3, out.stderr

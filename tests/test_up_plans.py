@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 STANDIN = Path(__file__).parent / "ssh_standin.py"
@@ -37,7 +38,7 @@ def lan(tmp_path):
     (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
     (bin_dir / "ssh").chmod(0o755)
     env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(tmp_path / "hosts"),
-           "COLUMNS": "200", "HOME": str(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+           "COLUMNS": "200", "HOME": home_beside(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(tmp_path / "job"),
              "--host", "desk1", "--host", "desk2", "--host", "desk3"]
     return tmp_path, env, flags
@@ -87,7 +88,7 @@ def test_up_after_down_needs_no_flags_again(tmp_path):
     real = shutil.which("kubectl")
     if real is None:
         pytest.skip("kubectl is not installed (.ci/setup-tools.sh installs it)")
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path), "STANDIN_STATE": str(state),
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": home_beside(tmp_path), "STANDIN_STATE": str(state),
            "STANDIN_REAL_KUBECTL": real, **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     remembered = ClusterOptions(target="kubernetes", namespace="night").checked()
     save_state(spec, "lan", remembered)
@@ -100,7 +101,7 @@ def test_up_after_down_needs_no_flags_again(tmp_path):
 
 def test_an_openshift_spec_makes_kubernetes_the_first_ups_target(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(SPEC + "kubernetes: {namespace: ml, openshift: true}\n")
-    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path),
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": home_beside(tmp_path),
            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     out = nodeweave(tmp_path, env, "up", "--dry-run")
     assert out.returncode == 0, out.stderr

@@ -10,6 +10,7 @@ import pytest
 
 from cli_run import in_process as run_cli, one_line
 from team_folder import SPEC, make_team
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 
@@ -234,7 +235,7 @@ def test_slurm_checks_the_shared_checkpoint_folder_as_the_user_its_steps_run_as(
             script.write("print(1)\n")
         os.mkdir(os.path.join(team, "checkpoints"), 0o755)
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        env = cli_run.checkout_env(HOME=folder)
+        env = cli_run.checkout_env(HOME=home_beside(folder))
 
         def up():
             return cli_run.run([*nobody, *cli_run.NODEWEAVE, "up", "-t", "slurm", "--dry-run"], cwd=team, env=env)

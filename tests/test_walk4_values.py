@@ -12,6 +12,7 @@ import typing
 import pytest
 
 from cli_run import entrypoint, in_process as run_cli, leaves, one_line
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 SPEC = """name: nwvalues
 image: {variant: cpu}
@@ -25,7 +26,7 @@ launcher: {script: train.py}
 def project(tmp_path, monkeypatch):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", home_beside(tmp_path))
     return tmp_path
 
 

@@ -16,6 +16,7 @@ import yaml
 import cli_run
 from cli_run import in_process as run_cli, one_line
 from team_folder import SPEC, make_team
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 
@@ -275,7 +276,7 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("verb", ["top", "dashboard"])
 def test_a_url_nothing_answers_is_said_in_words_by_top_and_the_dashboard(tmp_path, verb):
     url = f"http://127.0.0.1:{_closed_port()}"
-    done = cli_run.nodeweave(verb, "--url", url, cwd=tmp_path, env={**cli_run.CLEAN, "HOME": str(tmp_path)},
+    done = cli_run.nodeweave(verb, "--url", url, cwd=tmp_path, env={**cli_run.CLEAN, "HOME": home_beside(tmp_path)},
                              timeout=60)
     line = one_line(done.stderr)
     assert done.returncode == 1 and f"no live picture from {url}: nothing listens there" in line, done.stderr

@@ -10,6 +10,7 @@ import pytest
 import live_status
 from cli_run import in_process as run_cli
 from team_folder import make_job_folder
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 @pytest.fixture
@@ -349,7 +350,7 @@ def test_the_dashboard_on_every_address_warns_and_open_says_when_no_browser_open
     import cli_run
 
     _tee_run(job_folder, 1)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(job_folder), "BROWSER": browser}
+    env = {"PATH": "/usr/bin:/bin", "HOME": home_beside(job_folder), "BROWSER": browser}
     proc = cli_run.popen([*cli_run.NODEWEAVE, "dashboard", "--run", "last", "--bind", "0.0.0.0", "--port", "0",
                           "--open"], env=env, cwd=job_folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=cli_run.ctrl_c_reaches_it)

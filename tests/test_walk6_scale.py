@@ -17,6 +17,7 @@ import pytest
 
 from nodeweave.cli import main
 from nodeweave.entrypoint.nodelists import noted_ranges, ranges
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 BIG = """name: team
 image: {variant: cuda12}
@@ -44,7 +45,7 @@ def _folder(tmp_path, monkeypatch, nodes: int, spares: int):
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints").chmod(0o777)  # the image's user writes it (up refuses a folder it cannot)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", home_beside(tmp_path))
     monkeypatch.delenv("NODEWEAVE_ENGINE", raising=False)
     return tmp_path
 

@@ -10,6 +10,7 @@ import pytest
 from nodeweave.errors import EXIT_USAGE
 from cli_run import in_process as run_cli, one_line
 from team_folder import make_team
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ def test_the_batch_script_refuses_a_submit_folder_with_a_mount_separator(capsys,
     team = make_team(tmp_path / "a,b", monkeypatch)
     code, _, _ = run_cli(capsys, "render", "slurm")
     assert code == 0
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NODEWEAVE_RUNTIME": "pyxis", "SLURM_SUBMIT_DIR": str(team)}
+    env = {"PATH": "/usr/bin:/bin", "HOME": home_beside(tmp_path), "NODEWEAVE_RUNTIME": "pyxis", "SLURM_SUBMIT_DIR": str(team)}
     done = subprocess.run(["bash", "slurm/job.sbatch"], cwd=team, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == EXIT_USAGE and "holds a ',' or ':'" in done.stderr, done.stderr
     fake = tmp_path / "bin"  # no container mount with the host runtime: the script goes on to srun (a stand-in)

@@ -41,6 +41,7 @@ from nodeweave.entrypoint.planning.slurm import NODELISTS
 from nodeweave.entrypoint.planning.sources import RANK_NAMES
 from cli_run import in_a_folder_with_train_py
 from free_ports import free_port_pair
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.1"}
 entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
@@ -299,7 +300,7 @@ def test_a_busy_master_port_refuses_the_job_on_every_node_at_once(tmp_path, busy
 
     (tmp_path / "train.py").write_text("print('never started')\n")
     nodes = 3 if recovery else 2
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": str(tmp_path),
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
             "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b13",
             "NODEWEAVE_WAIT_TIMEOUT": "30", "NODEWEAVE_MASTER_PORT": str(busy_master_port),
             "NODEWEAVE_METRICS": "off"}
@@ -355,7 +356,7 @@ def test_a_node_started_twice_is_turned_away_as_a_duplicate_and_the_job_goes_on(
         "for step in range(40):\n    time.sleep(0.2)\n    print(f'step {step} loss 0.1', flush=True)\n"
         "dist.destroy_process_group()\n")
     port = free_port_pair()
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": str(tmp_path),
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
             "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b15",
             "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off"}
 

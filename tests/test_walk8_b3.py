@@ -10,6 +10,7 @@ import pytest
 
 import cli_run
 from nodeweave.errors import EXIT_USAGE
+from cli_run import home_beside  # noqa: E402 - a home beside the project (walk9 A27)
 
 
 def _explain(folder, env, *args):
@@ -17,7 +18,7 @@ def _explain(folder, env, *args):
     (folder / "train.py").write_text("print('step 1')\n")
     path = f"{os.path.dirname(sys.executable)}:{cli_run.CLEAN['PATH']}"
     return cli_run.entrypoint("--explain", *args, "--", "train.py", cwd=str(folder),
-                              env={**cli_run.CLEAN, "PATH": path, "HOME": str(folder), "NODE_RANK": "0",
+                              env={**cli_run.CLEAN, "PATH": path, "HOME": home_beside(folder), "NODE_RANK": "0",
                                    "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "10.0.0.1", **env})
 
 
@@ -79,7 +80,7 @@ def test_b41_nothing_at_a_url_names_node_zeros_metrics_variable_not_a_spec_verb(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     run = cli_run.nodeweave(verb[0], "--url", f"http://127.0.0.1:{port}", *verb[1:], cwd=str(tmp_path),
-                            env=dict(cli_run.CLEAN, HOME=str(tmp_path)), timeout=120)
+                            env=dict(cli_run.CLEAN, HOME=home_beside(tmp_path)), timeout=120)
     assert run.returncode != 0
     line = next(line for line in run.stderr.splitlines() if "nothing listens there" in line)
     assert "NODEWEAVE_METRICS_PORT" in line and "port-forward" in line and "nodeweave status" not in line, line

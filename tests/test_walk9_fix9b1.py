@@ -278,5 +278,5 @@ def test_a_node_sent_ctrl_c_is_said_stopped_not_failed(who):
         cluster.close()
     assert any(line.startswith("stopped on SIGINT (Ctrl-C): this node's launcher ended") for line in logs[who]), logs
     said = next(line for line in logs[other] if f"node {who}" in line and "stopping this node's launcher" in line)
-    assert " was stopped: " in said and " failed: " not in said, said
+    assert " was stopped (SIGINT, Ctrl-C): " in said and " failed: " not in said, said
     assert not any("KeyboardInterrupt" in line or "SignalException" in line for line in logs[other]), logs[other]

@@ -357,10 +357,11 @@ def test_every_local_path_option_expands_a_tilde_the_shell_left(monkeypatch, tmp
 def test_spec_given_as_opt_equals_tilde_is_the_homes_file(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path / "..")
-    (tmp_path / "s.yaml").write_text(BASE)
-    code, out, err = run_cli(capsys, "validate", "--spec=~/s.yaml")
+    (tmp_path / "proj").mkdir()  # a project folder in the home: the home itself is no workspace (walk9 A27)
+    (tmp_path / "proj" / "s.yaml").write_text(BASE)
+    code, out, err = run_cli(capsys, "validate", "--spec=~/proj/s.yaml")
     assert code == 0, err
-    assert f"{tmp_path / 's.yaml'}: valid" in out
+    assert f"{tmp_path / 'proj' / 's.yaml'}: valid" in out
 
 
 @pytest.mark.parametrize("argv", [["up", "--target", "hosts", "--host", "a", "--host", "b", "--dry-run"],

@@ -64,6 +64,7 @@ class RunResult:
     report: "dict | None" = None
     log_tail: str = ""
     command: "list[str]" = field(default_factory=list)
+    cause: "str | None" = None  # the worker's own error line in the whole output (symptoms.cause, walk9 A3)
 
     @property
     def correct(self) -> bool:
@@ -76,7 +77,7 @@ class RunResult:
     def as_dict(self) -> dict:
         return {"label": self.label, "env": self.env, "exit_code": self.exit_code, "correct": self.correct,
                 "command": self.command, "report": self.report,
-                "log_tail": None if self.correct else self.log_tail}
+                "log_tail": None if self.correct else self.log_tail, "cause": None if self.correct else self.cause}
 
 
 def worker_command(config: BenchConfig, out_path: str) -> "list[str]":
@@ -139,7 +140,10 @@ def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) 
                 report = json.load(handle)
         elif code == 0:
             lines.append("nodeweave bench: no report from rank 0 here (on a multi-node run, node 0 holds it)\n")
-        return RunResult(label, extra, code, report, "".join(lines)[-_LOG_TAIL:], command)
+        from nodeweave.entrypoint.running.symptoms import cause
+
+        text = "".join(lines)
+        return RunResult(label, extra, code, report, text[-_LOG_TAIL:], command, cause(text) if code else None)
 
 
 def _stop(proc: subprocess.Popen, timed_out: threading.Event) -> None:

@@ -8,6 +8,7 @@ The image build contract this follows is in docs/design.md.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -297,6 +298,67 @@ def wheelhouse_note(house: Path, count: int, given: Optional[Path], offline: boo
     return f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)"
 
 
+# pip's and uv's own variables that point an install at an index or a folder of wheels (pip: `pip help install`'s
+# options as PIP_<OPTION>; uv: its environment reference); none reaches a build step from this shell.
+INDEX_VARIABLES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_NO_INDEX",
+                   "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX")
+# a pip or uv configuration file's keys that name an index (pip.conf's `index-url = ...`, uv.toml's `index-url`,
+# `extra-index-url`, `[[index]]`)
+_CONFIG_INDEX = re.compile(r"^\s*(?:index-url|extra-index-url|find-links|trusted-host|index_url|extra_index_url|"
+                           r"\[\[index\]\])\s*(?:=|$)", re.MULTILINE)
+
+
+def index_configuration(environ: Mapping[str, str], home: Optional[Path] = None) -> "List[str]":
+    """Where this machine tells pip or uv of another index: the variables of :data:`INDEX_VARIABLES` set (and not
+    empty) in ``environ``, then the pip/uv configuration files that name one (``PIP_CONFIG_FILE``, the user's and
+    the site's pip.conf, uv.toml). Names and paths only, never a value (a URL may hold a token)."""
+    from nodeweave.entrypoint import bounded
+
+    found = [name for name in INDEX_VARIABLES if (environ.get(name) or "").strip()]
+    home = home if home is not None else Path(environ.get("HOME") or Path.home())
+    config = Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+    files = [Path(environ["PIP_CONFIG_FILE"])] if environ.get("PIP_CONFIG_FILE") else []
+    files += [config / "pip" / "pip.conf", home / ".pip" / "pip.conf", Path("/etc/pip.conf"),
+              Path("/etc/xdg/pip/pip.conf"), config / "uv" / "uv.toml", Path("/etc/uv/uv.toml")]
+    for file in dict.fromkeys(files):
+        try:
+            text = bounded.read_text(file, bounded.TEXT_CAP, "a pip configuration file") if file.is_file() else ""
+        except (OSError, ValueError):
+            continue
+        if _CONFIG_INDEX.search(text):
+            found.append(str(file))
+    return found
+
+
+def shell_index_note(environ: Mapping[str, str], view, context: Path, offline: bool,
+                     home: Optional[Path] = None) -> Optional[str]:
+    """The one line for a private index set up on this machine that the build will not use (walk9 A29: an exported
+    ``PIP_INDEX_URL`` was neither passed nor named, and pip in the build went to PyPI). Not passed on purpose: an
+    image build takes nothing from the shell that starts it (the same plan builds the same image on CI), and such a
+    URL often holds a token, which a build arg would put on the engine's command line (``ps``, the plan) and in the
+    image's history. The note names the ways that work. None with ``--offline`` (pip asks no index then) or when
+    nothing is set; a name the spec's image.build_args declares is the spec's, not this shell's."""
+    if offline:
+        return None
+    declared = set(view.spec.image.build_args)
+    found = [item for item in index_configuration(environ, home) if item not in declared]
+    if not found:
+        return None
+    try:
+        fill = wheelhouse_command(view, context / "wheelhouse", context)
+    except Exception:  # noqa: BLE001 - a hint's folder refused by its own rule: the note goes without the line
+        fill = "`python -m pip download -d wheelhouse -r requirements.txt`"
+    variables = [item for item in found if "/" not in item]
+    files = [item for item in found if "/" in item]
+    what = ", ".join(variables + files)
+    return (f"index: this machine points pip/uv at another index ({what}), which no build step sees: a build takes "
+            "nothing from this shell (so no URL or token reaches the plan, `ps` or the image's layers), and its pip "
+            "uses the context's wheelhouse, PyPI and the variant's torch index only; an index that needs no credentials goes in "
+            f"{view.spec.image.requirements or 'requirements.txt'} as `--index-url URL` (or `--extra-index-url URL`), "
+            "or in the spec's image.build_args as PIP_INDEX_URL; one that needs them: fill the wheelhouse here, "
+            f"where they work ({fill}), then build with --offline (docs/images.md, a private index)")
+
+
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,
@@ -339,6 +401,9 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
                                    fill=lambda folder: wheelhouse_command(view, folder, context))
     given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
     notes.append(wheelhouse_note(house, count, given, offline, dry_run))
+    index = shell_index_note(os.environ, view, context, offline)
+    if index:
+        notes.append(index)
     if offline and given is not None and given != house.resolve() and wheels_in(given) == 0:
         from nodeweave.errors import UsageError
 

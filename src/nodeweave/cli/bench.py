@@ -225,7 +225,11 @@ def _show(runs, ranking, points, op_list, console, err_console) -> None:
         if run.report and not points:
             console.print(report.results_table(run))
         if not run.correct:
-            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
+            from rich.markup import escape
+
+            cause = f": {escape(run.cause)}" if run.cause else ""  # the worker's own error first (walk9 A3)
+            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]{cause}; its output ended:",
+                              highlight=False)
             err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
     if points:
         console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))

@@ -121,7 +121,9 @@ def show_command(
     data = entry.data
     nodes = [{"node": n.get("node"), "exit_code": n.get("exit_code"), "seconds": _span(n),
               "commit": (n.get("sync") or {}).get("commit"), "last_line": _last_line(entry.path / n["log"])
-              if n.get("log") else None} for n in data.get("nodes") or []]
+              if n.get("log") else None,
+              "cause": _cause(entry.path / n["log"]) if n.get("log") and n.get("exit_code") not in (0, None) else None}
+             for n in data.get("nodes") or []]
     shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
@@ -270,6 +272,17 @@ def _last_line(log: Path) -> Optional[str]:
     return lines[-1][:200] if lines else None
 
 
+def _cause(log: Path) -> Optional[str]:
+    """A failed node's worker's own error line in its log's end (``symptoms.cause``: not torchrun's frames, walk9
+    A3), or None."""
+    from nodeweave.entrypoint.running.symptoms import cause
+
+    try:
+        return cause(bounded.read_tail(log, LAST_LINE_BYTES, own=True))
+    except OSError:  # NotOwnFile too: _last_line says what it is
+        return None
+
+
 def _print_run(shown: dict, wide: bool) -> None:
     from rich.table import Table
 
@@ -290,7 +303,8 @@ def _print_run(shown: dict, wide: bool) -> None:
     for node in shown["nodes"]:
         commit = node["commit"] or "-"
         table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]),
-                        commit if wide else commit[:12], node["last_line"] or "-"])
+                        commit if wide else commit[:12],
+                        f"the cause: {node['cause']}" if node.get("cause") else node["last_line"] or "-"])
     out.print(table)
     for line in _recovery_lines(shown.get("recovery")):
         out.print(line, highlight=False, markup=False)

@@ -23,6 +23,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
@@ -242,10 +243,11 @@ class NodeResult:
     exit_code: Optional[int]  # None: still running when the timeout came (killed)
     seconds: float
     last_line: str = ""
+    cause: Optional[str] = None  # a failed node's worker's own error line (symptoms.cause, walk9 A3)
 
     def to_dict(self) -> dict:
         return {"node": self.node.name, "reached_as": self.node.remote.label, "exit_code": self.exit_code,
-                "seconds": round(self.seconds, 3), "last_line": self.last_line}
+                "seconds": round(self.seconds, 3), "last_line": self.last_line, "cause": self.cause}
 
 
 def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Console], env: Mapping[str, str] = (),
@@ -279,18 +281,28 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
     for node, proc in zip(nodes, procs):
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
     cut: "set[int]" = set()  # the clients this side ended (the timeout, Ctrl-C): their nodes' commands were not
+    tails = {node.index: deque(maxlen=TAIL_LINES) for node in nodes}
     try:
         _drain(lines, len(nodes), last, console, width, start, timeout, procs, cut,
-               lambda: [i for i, node in enumerate(nodes) if node.index not in ended])
+               lambda: [i for i, node in enumerate(nodes) if node.index not in ended], tails)
     except KeyboardInterrupt:
         from nodeweave.errors import NodeweaveError
 
         named = [nodes[i] for i in sorted(cut)]
         raise NodeweaveError(f"interrupted: {left_running(named, command)}" if named else "interrupted",
                              EXIT_INTERRUPTED) from None
-    return [NodeResult(node, None if i in cut or node.index not in ended else proc.returncode,
-                       ended.get(node.index, time.monotonic() - start), last[node.index])
-            for i, (node, proc) in enumerate(zip(nodes, procs))]
+    results = [NodeResult(node, None if i in cut or node.index not in ended else proc.returncode,
+                          ended.get(node.index, time.monotonic() - start), last[node.index])
+               for i, (node, proc) in enumerate(zip(nodes, procs))]
+    from nodeweave.entrypoint.running.symptoms import cause
+
+    for result in results:
+        if result.exit_code is not None and result.exit_code != 0:
+            result.cause = cause("\n".join(tails[result.node.index]))
+    return results
+
+
+TAIL_LINES = 200  # a node's last lines kept for its failure's cause (past torchrun's ChildFailedError frames)
 
 
 def left_running(named: List[Node], command: List[str]) -> str:
@@ -307,7 +319,7 @@ def left_running(named: List[Node], command: List[str]) -> str:
 
 
 def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs,
-           cut: "set[int]", running) -> None:
+           cut: "set[int]", running, tails=None) -> None:
     """Print lines until every stream closed; past ``timeout`` (or on Ctrl-C) the rest are killed, their
     positions added to ``cut``; at a Ctrl-C, also those ``running()`` names (a terminal's Ctrl-C reaches the
     clients too, which may end on their own before they are killed here)."""
@@ -325,6 +337,8 @@ def _drain(lines, streams: int, last: dict, console, width: int, start: float, t
                 continue
             if line.strip():
                 last[node.index] = line.strip()
+                if tails is not None:
+                    tails[node.index].append(line)
             if console is not None:
                 _print(console, node.name, node.index, width, line)
     except KeyboardInterrupt:
@@ -345,7 +359,8 @@ def summary(results: List[NodeResult], command: Optional[List[str]] = None) -> s
     if not bad:
         return f"{len(results)} node(s): all exit 0"
     described = ranges(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
-                       + (f" ({r.last_line[:80]})" if r.last_line else "") for r in bad)
+                       + (f" ({r.cause[:160]})" if r.cause else f" ({r.last_line[:80]})" if r.last_line else "")
+                       for r in bad)
     late = [r.node for r in bad if r.exit_code is None]
     tail = f"; {left_running(late, command)}" if late and command else ""
     return f"{len(bad)} of {len(results)} node(s) failed: {described}{tail}"

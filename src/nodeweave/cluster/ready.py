@@ -98,8 +98,11 @@ def _log_tail(backend: Backend, node: Node, lines: int = 5) -> str:
         out = subprocess.run(backend.logs(node, follow=False), capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired, NodeweaveError):
         return ""
+    from nodeweave.entrypoint.running.symptoms import cause
+
     text = (out.stdout + out.stderr).strip().splitlines()
-    return " | ".join(text[-lines:])
+    found = cause("\n".join(text))  # the worker's own error first, not torchrun's frames (walk9 A3)
+    return (f"the cause: {found}; " if found else "") + " | ".join(text[-lines:])
 
 
 def wait_until_up(backend: Backend, nodes: List[Node], mode: str, timeout: float, console: Console,

@@ -53,6 +53,11 @@ class RunRequest:
         return ["--mode", "run", "--run-id", self.run_id, *profile, *count, "--", *self.command]
 
 
+# A node's last lines kept for its failure's summary: enough to reach past torchrun's ChildFailedError frames (about
+# 30 lines) to the worker's own error line (``symptoms.cause``, walk9 A3).
+TAIL_LINES = 200
+
+
 @dataclass
 class NodeRun:
     node: Node
@@ -63,7 +68,7 @@ class NodeRun:
     first_output: Optional[float] = None
     ended: Optional[float] = None
     code: Optional[int] = None
-    tail: Deque[str] = field(default_factory=lambda: deque(maxlen=20))
+    tail: Deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     stop_report: Optional[dict] = None
     killed_here: bool = False
 
@@ -270,7 +275,7 @@ class Runner:
         if self.first_failure is not None:
             f = self.first_failure
             others = noted(r for r in self.runs if r is not f)
-            last = f" (last line: {f.tail[-1]})" if f.tail else ""
+            last = f" ({failure_line(f.tail)})" if f.tail else ""
             return (f"{f.node.name} ({f.node.remote.label}) failed first, {exit_text(f.code)} after {f.ended:.1f} s"
                     f"{last}; stopped the others: {others}")
         bad = [r for r in self.runs if r.code != 0]
@@ -301,3 +306,13 @@ def exit_text(code: Optional[int]) -> str:
         return f"exit {code} ({name}: {what})"
     return f"exit {code}"
 
+
+
+def failure_line(tail) -> str:
+    """What a failed node's summary names of its output: the worker's own error line (``symptoms.cause``: not
+    torchrun's ``ChildFailedError`` frames, walk9 A3), else its last line."""
+    from nodeweave.entrypoint.running.symptoms import cause
+
+    lines = list(tail)
+    found = cause("\n".join(lines))
+    return f"the cause: {found}" if found else f"last line: {lines[-1]}"

@@ -34,7 +34,8 @@ def run_bench(node, iters: int = 10) -> "tuple[dict, list[Finding]]":
 def judge(run, node) -> "list[Finding]":
     """Findings for one bench run on ``node``."""
     if not run.report:
-        return [Finding(ERROR, "bench-failed", f"the bench launch exited {run.exit_code} without results; "
+        cause = f": {run.cause}" if getattr(run, "cause", None) else ""  # the worker's own error first (walk9 A3)
+        return [Finding(ERROR, "bench-failed", f"the bench launch exited {run.exit_code} without results{cause}; "
                         f"its output ended: {run.log_tail[-600:].strip()}",
                         "run nodeweave bench -v to see the whole output", "bench")]
     report = run.report

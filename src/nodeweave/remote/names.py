@@ -41,10 +41,39 @@ def home_itself(path: str) -> bool:
     return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in _HOMES
 
 
+def own_homes() -> "dict[str, str]":
+    """This user's real home folders on this machine, wherever they are: ``$HOME`` and the passwd entry's home
+    (``/root``, ``/tmp/x``, ``/srv/me``), each as written and where links lead, to how it is named (walk9 A27: a
+    ``$HOME`` outside /home, /Users and /var/home was taken as a workspace). ``/`` is never one (a home of ``/``
+    is a system folder already)."""
+    import os
+
+    named = {}
+    try:
+        import pwd
+
+        named[pwd.getpwuid(os.getuid()).pw_dir] = "your home folder (the passwd entry's)"
+    except (ImportError, KeyError, OSError):
+        pass
+    home = os.environ.get("HOME") or ""
+    if home.strip():
+        named[home] = "your home folder ($HOME)"  # $HOME's name wins: it is the one the shell's ~ means
+    found = {}
+    for path, how in named.items():
+        if not path.startswith("/"):
+            continue
+        for seen in (path, os.path.realpath(path)):
+            normal = "/" + "/".join(p for p in seen.split("/") if p)
+            if normal != "/":
+                found[normal] = how
+    return found
+
+
 def shared_folder_problem(real: str) -> "str | None":
     """Why the absolute, resolved ``real`` may not be a workspace handed to every node (sync's SRC, the spec's
-    workspace.host_path), or None: ``/`` or a system folder, whose whole tree would go; a home itself or a
-    credential folder, whose keys and tokens would (walk6 W69; walk8 A30: the spec took what sync refused)."""
+    workspace.host_path), or None: ``/`` or a system folder, whose whole tree would go; a home itself (under
+    /home, /Users, /var/home, or this user's own wherever it is: :func:`own_homes`) or a credential folder, whose
+    keys and tokens would (walk6 W69; walk8 A30: the spec took what sync refused)."""
     if system_folder(real):
         return f"{real} is a system folder, whose whole tree would be sent to (or mounted on) every node"
     tree = system_tree(real)  # /sbin is /usr/sbin where links lead: a system folder's tree is the system's too
@@ -52,6 +81,10 @@ def shared_folder_problem(real: str) -> "str | None":
         return f"{real} is in {tree} ({SYSTEM_TREES[tree]}), which would be sent to (or mounted on) every node"
     if home_itself(real):  # /home/me, /Users/me: ~ itself as DEST is refused the same way
         return f"{real} is a home itself, whose keys, tokens and caches would be sent to (or mounted on) every node"
+    own = own_homes().get("/" + "/".join(p for p in real.split("/") if p))
+    if own is not None:  # this user's home elsewhere ($HOME=/srv/me, /root): the same rule (walk9 A27)
+        return (f"{real} is a home itself, {own}, whose keys, tokens and caches would be sent to (or mounted on) "
+                "every node")
     secret = credential_folder(real)
     if secret is not None:
         return f"{real} is in the credential folder {secret}, whose keys would be sent to (or mounted on) every node"

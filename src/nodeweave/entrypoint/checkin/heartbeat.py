@@ -27,6 +27,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..news import Cause, News, NodeId, heard
+from ..running.supervise import said_stopped
 from ..stall.exchange import HubStall, LinkStall
 from ..stall.surface import WatchSurface
 from . import HUB_WATCHES, LINK_WATCHES
@@ -118,11 +119,11 @@ class Watch(WatchSurface):
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
         lines = describe(report)
         stopped = report.get("stopped")  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
-        # under recovery every stop ends a generation, not the job: no exit code is due, and the launcher's
-        # output after the stop (torchrun's own traceback of the signal) goes to the file a stall stop uses
-        # (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on node 0's console)
-        aside = self.stall.aside_path() if self.stall is not None and stop and \
-            (code == EXIT_STALLED or self.recovery) else None
+        # the launcher's output after the stop (torchrun's own traceback of the signal nodeweave sends) goes to
+        # the file a stall stop uses (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on
+        # node 0's console), for every stop: a peer's failure or stop too (walk10 B9: the traceback of the stop
+        # is noise under the line that says why); the stopper's own file where no stall watch runs
+        aside = (self.stall.aside_path() if self.stall is not None else getattr(stop, "aside", None)) if stop else None
         why = "stalled" if code == EXIT_STALLED else "another node was stopped" if stopped else "another node failed"
         then = (f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
                 "restart policy) and checking in with it again" if self.recovery and hub_gone else
@@ -133,8 +134,8 @@ class Watch(WatchSurface):
                 self.log(line)
             self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
         else:
-            self.log(f"{label} {'was stopped' if stopped else 'failed'}: {lines[0]}; stopping this node's launcher "
-                     f"{then}")
+            was = f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else "failed"
+            self.log(f"{label} {was}: {lines[0]}; stopping this node's launcher {then}")
             for line in lines[1:]:
                 self.log(line)
         if stop and aside:  # after the last line: a stall report is what the user reads last
@@ -142,12 +143,11 @@ class Watch(WatchSurface):
         elif stop:
             stop(GRACE_S)
 
-    def _say_stopped(self, stopped):
+    def _say_stopped(self, stopped, code, aside=None):
         """This node was sent a stop signal and its launcher ended: one line of its own (walk9 B9: a Ctrl-C on
         node 0 left only torchrun's tracebacks)."""
-        ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
-        self.log(f"stopped on {stopped}{ctrl_c}: this node's launcher ended; " + (
-            "the others are told it left" if self.elastic else self._after_own_stop()))
+        self.log(said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
+                              self._after_own_stop()))
 
     def _after_own_stop(self):
         """What the other nodes do once this node was stopped. Under recovery a stop ends a generation, not the
@@ -257,7 +257,7 @@ class LinkWatch(LinkStall, Watch):
             return True
         return False
 
-    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None, aside=None):
         """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it and its script
         raised nothing: node 0 wants every node's ``error`` to tell the job's own error from a node's, see
         ``symptoms.script_error``). ``peer_gone``: the line showing its ranks failed only because a peer went
@@ -265,7 +265,7 @@ class LinkWatch(LinkStall, Watch):
         so, its launcher's output (the signal's tracebacks) not relayed."""
         self.stopping.set()
         if stopped and self.failure is None and code:
-            self._say_stopped(stopped)
+            self._say_stopped(stopped, code, aside)
         if (self.failure is None or error) and not self.closing:
             report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code and not stopped else []}
             if stopped:
@@ -560,7 +560,7 @@ class HubWatch(HubStall, Watch):
             self.aborted_at = self.clock()
         self._stop_for(label, report)
 
-    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None, aside=None):
         """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close. A failure that
         shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord.
         ``error``: the exception its script raised (``symptoms.script_error``): on the failure news whichever failure
@@ -570,7 +570,7 @@ class HubWatch(HubStall, Watch):
         if stopped:
             report["stopped"] = stopped
             if self.failure is None and code != 0:
-                self._say_stopped(stopped)
+                self._say_stopped(stopped, code, aside)
         if error:
             report["error"] = error
         if code != 0:  # after another node's failure stopped it, evidence of its error only, never the culprit

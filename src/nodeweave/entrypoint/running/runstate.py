@@ -41,6 +41,9 @@ def job_key(job_id, master_port):
     return f"{job}-{master_port}"
 
 
+AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
+
+
 def run_dir(env, run_id):
     return os.path.join(state_root(env), "runs", run_id)
 

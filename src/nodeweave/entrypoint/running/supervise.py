@@ -100,6 +100,15 @@ def launcher_gone(previous):
         signal.signal(sig, stop_waiting if sig in stopping else handler)
 
 
+def said_stopped(stopped, code, aside=None, others=None):
+    """The one line a node sent a stop signal says once its launcher ended (every watch's: walk9 B9, walk10 B9):
+    the signal, the exit code, what the others hear, and the file holding the launcher's tracebacks of it."""
+    ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
+    return (f"stopped on {stopped}{ctrl_c}: this node's launcher ended (exit {code})" +
+            (f"; {others}" if others else "") +
+            (f"; the launcher's output after the signal (its traceback of it): {aside}" if aside else ""))
+
+
 def stop_waiting(signum, _frame):
     """A stop sent to a node with no launcher running: its exit, 128+N, with atexit's work done (a checkpoint
     folder's claim released, the goodput timeline written)."""
@@ -110,6 +119,21 @@ def stop_waiting(signum, _frame):
                      f"(exit {128 + signum})\n")
     sys.stderr.flush()
     raise SystemExit(128 + signum)
+
+
+def stop_aside_path(watch, env):
+    """Where the launcher's output goes once this node is sent a stop signal (Ctrl-C, ``docker stop``): torchrun
+    and every rank answer it with a traceback (``SignalException: Process N got signal: 2``,
+    ``KeyboardInterrupt``), the launcher's noise about a signal nodeweave passed on, never the cause; the node's
+    one stop line names the file instead (walk10 B9). The stall watch's file beside the run when it watches,
+    else one under this node's state folder. None: nowhere to keep it (the output stays where it was)."""
+    stall = getattr(watch, "stall", None)
+    if stall is not None:
+        return stall.aside_path()
+    from .runstate import AFTER_STOP, state_root
+
+    node = "".join(c for c in str(env.get("NODE_RANK") or "0") if c.isalnum())[:12] or "0"
+    return os.path.join(state_root(env), AFTER_STOP.format(node=node))
 
 
 def _signal_name(signal, number):
@@ -244,8 +268,14 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
             tail = OutputTail()
         pid = _fork_launcher(executable, argv, env, parent, tail, forwarded, saved)
 
+    stopping = _numbers(STOPPING)
+    aside = stop_aside_path(watch, env) if tail is not None else None
+    diverted = []
+
     def forward(signum, _frame):
         received.append(signum)
+        if aside and signum in stopping and not diverted and tail.divert(aside):
+            diverted.append(aside)  # first: the launcher's traceback of this signal goes there (walk10 B9)
         try:
             os.kill(pid, signum)
         except ProcessLookupError:
@@ -258,6 +288,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     if watch is not None:
         tail.parent_side()
         stopper = _stopper(pid, reaped, tail, ranks)
+        stopper.aside = aside  # where a stop the watch decides sends the output, with no stall watch's file
         watch.launch_with(stopper)  # beating from now on, or since before the plan (recovery's generations)
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None:
@@ -271,14 +302,20 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         end(ranks["processes"], ranks["deadline"])
     code = exit_status(status, received)
     if watch is not None:
-        from .symptoms import script_error, secondary
+        from .symptoms import named_first, script_error, secondary
 
         text = tail.text()
-        sent = next((_signal_name(signal, s) for s in received if s in _numbers(STOPPING)), None)
-        stop = {"stopped": sent} if sent and code else {}  # a stop this node was sent: said as one (walk9 B9)
-        stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines(),
+        sent = next((_signal_name(signal, s) for s in received if s in stopping), None)
+        # a stop this node was sent: said as one (walk9 B9), naming where the launcher's output went (walk10 B9)
+        stop = dict({"stopped": sent}, **({"aside": diverted[0]} if diverted else {})) if sent and code else {}
+        how = how_it_ended(os.path.basename(argv[0]), status, received)
+        if code and not sent:  # the worker's own error first, in this node's line and every relay (walk9 A3)
+            how = named_first(how, text)
+            if getattr(watch, "failure", None) is None:  # not stopped by the watch (a peer's failure, a stall)
+                watch.log(f"this node's launcher failed: {how}")
+        stopped = watch.finish(code, how, tail.lines(),
                                peer_gone=secondary(text) if code and not sent else None,
                                error=script_error(text) if code and not sent else None, **stop)
-        if stopped is not None and not any(s in _numbers(STOPPING) for s in received):
+        if stopped is not None and not any(s in stopping for s in received):
             return stopped  # a stop this node was sent itself still shows as 128+N
     return code

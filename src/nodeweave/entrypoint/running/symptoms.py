@@ -78,3 +78,47 @@ def script_error(text):
             continue
         return {"line": match.group(1)[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
     return None
+
+
+# The launcher's own report of its children, never a worker's cause: torchrun's ``ChildFailedError`` (and its
+# frames), the ``SignalException`` of a signal it was sent, accelerate's ``CalledProcessError`` for the worker
+# command it ran.
+LAUNCHERS_OWN = re.compile(r"ChildFailedError|SignalException|CalledProcessError: Command .* returned non-zero")
+OWN_SIGNAL_NAMED = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID \d+|exitcode\s*:\s*-(\d+)")
+
+
+def cause(text):
+    """The worker's own error line in a failed launcher's output, as the worker printed it (``[rank1]:
+    RuntimeError: ...``, a torch ``OutOfMemoryError``), or None: the one pick every relay of a failure names first,
+    before the tail's torchrun frames (walk9 A3, left10): the node's own failure line, a peer's relayed failure,
+    ``nodeweave run``'s summary, ``runs show``, ``up``'s readiness failure, ``bench`` and ``doctor``'s bench.
+
+    In order: the exception the script raised (:func:`script_error`'s rules: not a peer gone, not a collective's
+    timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
+    exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`)."""
+    if not text:
+        return None
+    lines = [line.strip() for line in text.splitlines()]
+    candidates = [(i, line) for i, line in enumerate(lines)
+                  if EXCEPTION_LINE.match(line) and not LAUNCHERS_OWN.search(line)]
+    own = [line for _, line in candidates if not NOT_THE_SCRIPTS.search(line) and not PEER_GONE.search(line)]
+    if own and not OWN_SIGNAL.search(text):
+        return own[-1][:300]
+    signalled = OWN_SIGNAL.search(text) and [m for m in OWN_SIGNAL_NAMED.finditer(text)
+                                             if (m.group(1) or m.group(3)) != "6"]
+    if signalled:
+        found = signalled[-1]
+        number = found.group(1) or found.group(3)
+        name = found.group(2) or {"9": "SIGKILL", "15": "SIGTERM", "11": "SIGSEGV", "2": "SIGINT"}.get(number)
+        return (f"a worker was killed by signal {number}" + (f" ({name})" if name else "") +
+                (": the out-of-memory killer, or a kill -9" if number == "9" else ""))
+    if own:
+        return own[-1][:300]
+    return candidates[-1][1][:300] if candidates else None
+
+
+def named_first(how, text):
+    """``how`` (``torchrun exited 1``) with the worker's own error line after it when the output holds one: the
+    first words of every failure nodeweave relays."""
+    found = cause(text)
+    return f"{how}: {found}" if found else how

@@ -53,11 +53,17 @@ class LocalWatch(FaultSeam):
                 self.log(f"warning: stall watch off: {err!r}")
                 return
 
-    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
-        """The launcher ended: 7 when this watch stopped it, else None (its own status stands)."""
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None, aside=None):
+        """The launcher ended: 7 when this watch stopped it, else None (its own status stands). ``stopped``: the
+        stop signal this node was sent, said in one line naming ``aside``, the launcher's output after it
+        (walk10 B9)."""
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(2 * TICK_S)
+        if stopped and code and self.failure is None:
+            from ..running.supervise import said_stopped
+
+            self.log(said_stopped(stopped, code, aside))
         return EXIT_STALLED if self.failure is not None else None
 
     # --- node 0's side of the heartbeat, with no other node -------------------------------------------

@@ -23,11 +23,11 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from ..running.runstate import AFTER_STOP  # noqa: F401 - the launcher's output once stopped, per node
 from . import flight, judge, report
 from .stacks import describe_rank, group
 
 GATHER_S = 6.0
-AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
 
 
 class StallWatch:
