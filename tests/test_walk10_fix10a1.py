@@ -1,0 +1,61 @@
+"""The tenth walk, part A, rows A1, A2, A4..A9 (issue 43, /work/wt/walk10a-report.md): each row's class, one test per
+class, each failing on the code before its fix; each test's docstring starts with the rows it covers."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli, leaves, one_line
+from nodeweave.errors import EXIT_USAGE
+from team_folder import make_team
+
+LEAVES = leaves()
+COMMANDS = {" ".join(words): command for words, command in LEAVES}
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+def long_flags(command) -> "set[str]":
+    return {name for p in command.params if p.param_type_name == "option" for name in p.opts}
+
+
+# -- A2: --json with an -o the user typed, -o table too, is refused on every verb that takes both ------------------
+
+FORMAT_VERBS = [words for words, command in LEAVES if {"--json", "--output"} <= long_flags(command)]
+NEEDED = {"runs compare": ["a", "b"]}  # required arguments, never read
+
+
+def _dry(words) -> "list[str]":
+    return ["--dry-run"] if "--dry-run" in long_flags(COMMANDS[" ".join(words)]) else []
+
+
+def test_the_walk_finds_validate_and_bench_among_the_verbs_with_json_and_output():
+    assert ["validate"] in FORMAT_VERBS and ["bench"] in FORMAT_VERBS and len(FORMAT_VERBS) >= 15
+
+
+@pytest.mark.parametrize("words", FORMAT_VERBS, ids=" ".join)
+@pytest.mark.parametrize("spelling", [["-o", "table"], ["--output=table"], ["before"]], ids=["-o", "--output=", "before"])
+def test_json_with_a_typed_table_is_refused_on_every_verb(capsys, team, words, spelling):
+    """A2: `validate --json -o table` (and `nodeweave -o table validate --json`) printed JSON and dropped the -o the
+    user typed; only the default -o gives way to --json."""
+    needed = NEEDED.get(" ".join(words), [])
+    if spelling == ["before"]:
+        argv = ["-o", "table", *words, "--json", *_dry(words), *needed]
+    else:
+        argv = [*words, "--json", *spelling, *_dry(words), *needed]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE, (out, err)
+    assert "--json is -o json, and -o table asks for table: give one of them" in one_line(err)
+
+
+def test_json_alone_and_with_o_json_still_print_json(capsys, team):
+    """A2: the default -o table gives way to --json, and -o json agrees with it."""
+    import json
+
+    for extra in ([], ["-o", "json"]):
+        code, out, err = run_cli(capsys, "validate", "--json", *extra)
+        assert code == 0, err
+        assert json.loads(out)["name"] == "team"
