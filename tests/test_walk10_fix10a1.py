@@ -59,3 +59,46 @@ def test_json_alone_and_with_o_json_still_print_json(capsys, team):
         code, out, err = run_cli(capsys, "validate", "--json", *extra)
         assert code == 0, err
         assert json.loads(out)["name"] == "team"
+
+
+# -- A1: an empty argument's hint offers "leave it off for its default" only where it has one --------------------
+
+ARGUMENTS = [(words, param) for words, command in LEAVES for param in command.params
+             if param.param_type_name == "argument"]
+
+
+def _has_default(param) -> bool:
+    """As each argument's declaration and help say it (the product's own words, read independently here)."""
+    return not param.required and (param.default is not None or "default" in (param.help or "").lower())
+
+
+def test_the_walk_finds_arguments_with_and_without_a_default():
+    named = {(" ".join(words), param.name): _has_default(param) for words, param in ARGUMENTS}
+    assert named[("runs compare", "runs")] is False and named[("exec", "command")] is False
+    assert named[("runs show", "run")] is True and named[("render", "target")] is True
+
+
+@pytest.mark.parametrize("words,param", ARGUMENTS, ids=[f"{' '.join(w)}-{p.name}" for w, p in ARGUMENTS])
+def test_an_empty_argument_is_told_what_leaving_it_off_does(capsys, team, words, param):
+    """A1: `runs compare "$E" last` said "give RUNS, or leave it off for its default", and leaving it off is "missing
+    argument 'runs'": only an argument with a default is offered it; a deprecated one is left off for what replaced
+    it; one without a default says what it takes."""
+    code, out, err = run_cli(capsys, *words, "")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "'' is empty" in line, (out, err)
+    if _has_default(param):
+        assert "or leave it off for its default" in line
+    else:
+        assert "for its default" not in line
+        if param.hidden:
+            assert "or leave it off (deprecated:" in line
+        else:
+            assert "it has no default" in line
+
+
+def test_runs_compare_empty_says_what_it_takes(capsys, team):
+    """A1: the walker's own line: what RUNS takes, and where the ids are listed."""
+    code, _, err = run_cli(capsys, "runs", "compare", "", "last")
+    line = one_line(err)
+    assert code == EXIT_USAGE
+    assert "give RUNS (run or sweep ids (`nodeweave runs ls` names them;" in line and "it has no default" in line
