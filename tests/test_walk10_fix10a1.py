@@ -102,3 +102,56 @@ def test_runs_compare_empty_says_what_it_takes(capsys, team):
     line = one_line(err)
     assert code == EXIT_USAGE
     assert "give RUNS (run or sweep ids (`nodeweave runs ls` names them;" in line and "it has no default" in line
+
+
+# -- A4: `-` is a stream only for --spec; every other path option or argument refuses it --------------------------
+
+
+def _path_params():
+    from pathlib import Path
+    from typing import get_args, get_origin
+
+    found = []
+    for words, command in LEAVES:
+        for param in command.params:
+            annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if get_origin(annotation) is list:
+                (annotation,) = get_args(annotation)
+            if annotation is Path and "--spec" not in param.opts:
+                found.append((words, param))
+    return found
+
+
+PATH_PARAMS = _path_params()
+
+
+def test_the_walk_finds_the_path_options_that_write():
+    named = {(" ".join(words), param.name) for words, param in PATH_PARAMS}
+    assert {("render", "out"), ("hosts probe", "write_hostfile"), ("init", "path"), ("bench", "json_path"),
+            ("doctor", "capture"), ("run", "runs_dir"), ("sync", "src"), ("hosts probe", "hosts_file")} <= named
+
+
+@pytest.mark.parametrize("words,param", PATH_PARAMS, ids=[f"{' '.join(w)}-{p.name}" for w, p in PATH_PARAMS])
+def test_a_dash_for_a_path_is_refused(capsys, team, words, param):
+    """A4: `render entrypoint --out -` made and filled a folder named `-` (`--spec -` is stdin, so `-` read as
+    stdout); every path option and argument but --spec refuses `-`, naming ./- for a file or folder of that name."""
+    given = ["-"] if param.param_type_name == "argument" else [max(param.opts, key=len), "-"]
+    code, out, err = run_cli(capsys, *words, *given, *NEEDED.get(" ".join(words), []))
+    line = one_line(err)
+    assert code == EXIT_USAGE, (out, err)
+    assert "'-' is standard input or output only for --spec" in line and "./-" in line, line
+    assert not (team / "-").exists()
+
+
+def test_spec_dash_still_reads_stdin_and_dot_slash_dash_is_a_folder(capsys, team, monkeypatch):
+    """A4: `--spec -` reads the spec from stdin as ever; `render --out ./-` is the folder named - the user asked for."""
+    import io
+
+    from nodeweave.spec import loader
+
+    monkeypatch.setattr(loader, "_read_from_streams", {})
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO((team / "nodeweave.yaml").read_bytes())))
+    code, out, err = run_cli(capsys, "validate", "--spec", "-")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "render", "entrypoint", "--out", "./-", "--dry-run")
+    assert code == 0, err

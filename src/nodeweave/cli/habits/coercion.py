@@ -72,9 +72,25 @@ class _Plain:
         kind = getattr(param, "param_type_name", "")
         if (kind == "option" or (kind == "argument" and getattr(param, "nargs", 1) == 1)) and not str(value).strip():
             raise BadParameter(blank_message(value, param), ctx=ctx, param=param)
+        if self.kind is Path and str(value) == "-" and not set(getattr(param, "opts", ())) & set(STANDARD_STREAM):
+            raise BadParameter(dash_message(param), ctx=ctx, param=param)
         if self.kind is Path and str(value).startswith("~"):
             value = expand_home(str(value), param, ctx)
         return value if isinstance(value, self.kind) else self.kind(value)
+
+
+# The path options and arguments whose ``-`` is a stream: ``--spec -`` (and $NODEWEAVE_SPEC=-) reads the spec from
+# standard input. Every other path's ``-`` is refused (walk10 A4: ``render --out -`` made and filled a folder named
+# ``-``; ``hosts probe --write-hostfile -`` a file named ``-``), as the command line is read.
+STANDARD_STREAM = ("--spec",)
+
+
+def dash_message(param) -> str:
+    """Why ``-`` is refused for a path that is no stream: what takes it, and how the name ``-`` itself is typed."""
+    named = _flag(param)
+    return (f"'-' is standard input or output only for --spec (`--spec -` reads the spec from stdin); {named} names "
+            f"a path on this machine, which nodeweave reads or writes itself: give a file or folder (one named - "
+            "is ./-)")
 
 
 def expand_home(text: str, param, ctx) -> str:
