@@ -155,3 +155,51 @@ def test_spec_dash_still_reads_stdin_and_dot_slash_dash_is_a_folder(capsys, team
     assert code == 0, err
     code, out, err = run_cli(capsys, "render", "entrypoint", "--out", "./-", "--dry-run")
     assert code == 0, err
+
+
+# -- A6: a leading UTF-8 byte-order mark is skipped in every text file nodeweave reads, as YAML skips it in a spec ---
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_bounded_read_text_skips_a_leading_byte_order_mark_only(tmp_path):
+    """A6: the one reader of a user's text file (``bounded.read_text``) skips the mark Notepad writes, once."""
+    from nodeweave.entrypoint import bounded
+
+    (tmp_path / "f").write_bytes(BOM + b"gpu01\n" + BOM + b"x\n")
+    assert bounded.read_text(tmp_path / "f", bounded.TEXT_CAP, "a file") == "gpu01\n\ufeffx\n"
+
+
+HOSTS_FILE_VERBS = [("hosts", "probe", "--dry-run"), ("sync", "--dry-run", ".", "/srv/job"),
+                    ("up", "-t", "hosts", "--remote-dir", "/srv/job", "--dry-run"),
+                    ("down", "-t", "hosts", "--remote-dir", "/srv/job", "--dry-run")]
+
+
+@pytest.mark.parametrize("words", HOSTS_FILE_VERBS, ids=lambda words: words[0])
+def test_a_hosts_file_with_a_byte_order_mark_reads_its_first_host(capsys, team, words):
+    """A6: `printf '\\xef\\xbb\\xbfgpu01\\ngpu02\\n' > hf` (Notepad's "UTF-8 with BOM") was refused as host '\\ufeffgpu01';
+    every verb that reads a hosts file reads gpu01."""
+    (team / "hf").write_bytes(BOM + b"gpu01\ngpu02\n")
+    code, out, err = run_cli(capsys, *words, "--hosts-file", "hf")
+    assert "ufeff" not in out + err and "\ufeff" not in out + err, err
+    assert code == 0, err
+    assert "gpu01" in out + err
+
+
+def test_a_requirements_file_with_a_byte_order_mark_is_read(capsys, team):
+    """A6: image.requirements saved with a BOM: its first line was '\\ufeffnumpy==1.26.0', "not pinned"."""
+    (team / "req.txt").write_bytes(BOM + b"numpy==1.26.0\n")
+    spec = (team / "nodeweave.yaml").read_text().replace("  variant: cpu\n", "  variant: cpu\n  requirements: req.txt\n")
+    (team / "nodeweave.yaml").write_text(spec)
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0, err
+
+
+def test_an_ignore_file_with_a_byte_order_mark_ignores_its_first_pattern(tmp_path):
+    """A6: a .nodeweaveignore saved with a BOM: its first pattern was '\\ufeffdata/', which matched nothing, so data/
+    was sent without a word."""
+    from nodeweave.sync.filters import IGNORE_FILE, build_filter
+
+    (tmp_path / IGNORE_FILE).write_bytes(BOM + b"data/\n")
+    rule = build_filter(tmp_path, use_gitignore=False).match("data", True)
+    assert rule is not None and rule.action == "-", rule
