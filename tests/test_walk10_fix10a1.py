@@ -203,3 +203,30 @@ def test_an_ignore_file_with_a_byte_order_mark_ignores_its_first_pattern(tmp_pat
     (tmp_path / IGNORE_FILE).write_bytes(BOM + b"data/\n")
     rule = build_filter(tmp_path, use_gitignore=False).match("data", True)
     assert rule is not None and rule.action == "-", rule
+
+
+# -- A7: one reader of a hosts file for every verb: a host listed again, in any spelling, named by file and line ----
+
+
+@pytest.mark.parametrize("words", HOSTS_FILE_VERBS, ids=lambda words: words[0])
+@pytest.mark.parametrize("lines,again", [("gpu01\nGPU01\n", "'GPU01' is listed already on line 1 as 'gpu01'"),
+                                         ("gpu01\n# spare\ngpu01.\n", "'gpu01.' is listed already on line 1 as"),
+                                         ("me@gpu01\nyou@Gpu01\n", "'you@Gpu01' is listed already on line 1 as"),
+                                         ("gpu01\ngpu01\n", "'gpu01' is listed already on line 1 (")],
+                         ids=["case", "dot", "user", "same"])
+def test_a_host_listed_again_is_named_by_file_and_line(capsys, team, words, lines, again):
+    """A7: `hosts probe --hosts-file hf` with gpu01 and GPU01 said "--node 'ssh:GPU01' is not accepted", a flag never
+    typed, and no file or line; the up/down reader said it by line. Every verb that reads a hosts file says it so."""
+    (team / "hf").write_text(lines)
+    code, out, err = run_cli(capsys, *words, "--hosts-file", "hf")
+    line = one_line(err)
+    assert code == EXIT_USAGE, (out, err)
+    assert "hosts file hf, line " in line and again in line and "--node" not in line, line
+
+
+def test_container_names_in_a_hosts_file_keep_their_case(capsys, team):
+    """A7: the case of a host name is folded, never a container's (docker and podman names are case-sensitive)."""
+    from nodeweave.remote.names import hosts_file_lines
+
+    (team / "hf").write_text("Node\nnode\n")
+    assert [host for _, host in hosts_file_lines(team / "hf", fold_case=False)] == ["Node", "node"]

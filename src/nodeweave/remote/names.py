@@ -196,3 +196,40 @@ def check_delete_dest(dest: str, workspace: str, what: str = "DEST") -> str:
                      "other teams' data lives there, and --delete would remove everything SRC lacks), or the spec's "
                      f"workspace.path {workspace}")
     return dest
+
+
+def hosts_file_lines(path, fold_case: bool = True) -> "list[tuple[str, str]]":
+    """``(where, [user@]host)`` for each host line of the hosts file ``path``, node 0 first: the one reader of a hosts
+    file for every verb (the cluster verbs' --hosts-file, ``hosts probe``, ``sync``; walk10 A7: two readers had two
+    rules, and ``hosts probe`` named a repeated ``GPU01`` as a ``--node`` nobody typed). ``#`` comments and blank
+    lines are skipped; the file is read whole, a leading byte-order mark skipped (``bounded.read_text``); each line
+    is read by :func:`host_of_line`; a host listed again is refused naming both lines: by ``hostport.host_key`` (a
+    host name is case-insensitive, ``gpu01.`` is ``gpu01``, the user is no part of it: ``remote.refuse_same_host``'s
+    key) where ``fold_case``, else as written (container names are case-sensitive)."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.entrypoint.hostport import host_key
+
+    try:
+        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    found, lines_of = [], {}
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"hosts file {path}, line {number}"
+        host = host_of_line(words, where)
+        name, slash, rest = host.rpartition("@")[2].partition("/")  # ssh+docker's host/container: the host's part
+        key = (host_key(name), rest) if fold_case else host
+        if key in lines_of:
+            first_number, first = lines_of[key]
+            spelt = "" if first == host else f" as {first!r}"
+            why = " (a host name is case-insensitive and a trailing dot names the same host)" if fold_case else ""
+            raise UsageError(f"{where}: host {host!r} is listed already on line {first_number}{spelt}{why}; a host's "
+                             "place is its node rank, so list each host once")
+        lines_of[key] = (number, host)
+        found.append((where, host))
+    if not found:
+        raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
+    return found
