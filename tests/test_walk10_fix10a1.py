@@ -230,3 +230,19 @@ def test_container_names_in_a_hosts_file_keep_their_case(capsys, team):
 
     (team / "hf").write_text("Node\nnode\n")
     assert [host for _, host in hosts_file_lines(team / "hf", fold_case=False)] == ["Node", "node"]
+
+
+# -- A8: MPICH's host:N in a hosts file is named as both things it may mean -------------------------------------
+
+
+@pytest.mark.parametrize("words", HOSTS_FILE_VERBS, ids=lambda words: words[0])
+@pytest.mark.parametrize("first,name", [("gpu01:8", "gpu01"), ("me@gpu01:8", "me@gpu01")])
+def test_host_colon_count_in_a_hosts_file_names_slots_and_the_port(capsys, team, words, first, name):
+    """A8: `gpu01:8` in an MPICH/Horovod hostfile got only "ssh takes the port apart, as --ssh-option Port=8": the
+    user meant 8 slots. Every verb that reads a hosts file names DeepSpeed's slots form first, and the port too."""
+    (team / "hf").write_text(f"{first}\ngpu02:8\n")
+    code, out, err = run_cli(capsys, *words, "--hosts-file", "hf")
+    line = one_line(err)
+    assert code == EXIT_USAGE, (out, err)
+    assert f"hosts file hf, line 1: host '{first}'" in line and "MPICH's host:N form" in line, line
+    assert f"'{name} slots=8' (DeepSpeed's form) for 8 slots" in line and "--ssh-option Port=8" in line, line

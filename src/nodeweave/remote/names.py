@@ -128,7 +128,19 @@ SLOTS = re.compile(r"slots=([1-9][0-9]*)")
 def host_of_line(words: "list[str]", where: str) -> str:
     """The host of one hosts-file line's words: one ``[user@]host``, optionally followed by DeepSpeed's ``slots=N``
     (N >= 1); anything else after the host is refused naming ``where`` (the file and line) and the word. The one
-    reader of a line for every verb (walk7 A16: ``gpu01 gpu02`` on one line synced gpu01 alone, without a word)."""
+    reader of a line for every verb (walk7 A16: ``gpu01 gpu02`` on one line synced gpu01 alone, without a word).
+    A host in MPICH's ``host:N`` form (N slots, what Horovod's and mpirun's hostfiles hold) is refused as both
+    things it may mean, never only as ssh's host:port (walk10 A8: the hint sent the user to ssh port 8)."""
+    from nodeweave.entrypoint.hostport import host_count_form
+
+    user, at, host = words[0].rpartition("@")
+    counted = host_count_form(host)
+    if counted:
+        name, count = f"{user}{at}{counted[0]}", counted[1]
+        raise UsageError(f"{where}: host {words[0]!r} is not accepted: MPICH's host:N form (N slots) or ssh's "
+                         f"host:port, and a hosts file here holds neither; accepted: '{name} slots={count}' "
+                         f"(DeepSpeed's form) for {count} slots, or '{name}' with --ssh-option Port={count} (or a "
+                         f"`Host {counted[0]}` entry with `Port {count}` in ~/.ssh/config) if {count} is the ssh port")
     extra = words[1:]
     if len(extra) == 1 and SLOTS.fullmatch(extra[0]):
         return words[0]
