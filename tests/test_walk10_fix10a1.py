@@ -246,3 +246,46 @@ def test_host_colon_count_in_a_hosts_file_names_slots_and_the_port(capsys, team,
     assert code == EXIT_USAGE, (out, err)
     assert f"hosts file hf, line 1: host '{first}'" in line and "MPICH's host:N form" in line, line
     assert f"'{name} slots=8' (DeepSpeed's form) for 8 slots" in line and "--ssh-option Port=8" in line, line
+
+
+# -- A9: a file nodeweave writes under any name is never named as another format -------------------------------
+
+from nodeweave.cli.habits.replace import ANY_NAME, FORMAT_ENDINGS  # noqa: E402
+
+# Every writer of an ANY_NAME kind, as the user names its file: (kind, how the command line is made).
+ANY_NAME_WRITERS = [("hostfile", lambda name: (["hosts", "probe", "--node", "gpu01", "--write-hostfile", name,
+                                                 "--dry-run"], {})),
+                    ("hostfile", lambda name: (["hosts", "probe", "--node", "gpu01", "--hostfile", name,
+                                                 "--dry-run"], {})),
+                    ("plan", lambda name: (["validate"], {"NODEWEAVE_PLAN_RECORD": name}))]
+
+
+def test_every_any_name_kind_has_a_writer_here():
+    assert {kind for kind, _ in ANY_NAME_WRITERS} == set(ANY_NAME)
+
+
+@pytest.mark.parametrize("kind,make", ANY_NAME_WRITERS, ids=["write-hostfile", "hostfile", "plan-record"])
+@pytest.mark.parametrize("ending", sorted(FORMAT_ENDINGS))
+def test_a_file_of_any_name_is_never_named_as_another_format(capsys, team, monkeypatch, kind, make, ending):
+    """A9: `hosts probe --write-hostfile ds_config.json` (run.py, spec.yaml) would write `host slots=N` lines under a
+    name that says JSON, Python, a spec; every writer of a kind that takes any name refuses another format's ending
+    (its own, a plan record's .json, is taken)."""
+    argv, env = make(f"out{ending}")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = run_cli(capsys, *argv)
+    if ending in ANY_NAME[kind][1]:
+        assert "says" not in err, err
+        return
+    line = err.strip().splitlines()[-1]
+    assert code == EXIT_USAGE, (out, err)
+    assert f"out{ending}" in line and f"a name ending in {ending} says {FORMAT_ENDINGS[ending]}" in line, line
+    assert f"e.g. {ANY_NAME[kind][2]}" in line
+    assert not (team / f"out{ending}").exists()
+
+
+@pytest.mark.parametrize("name", ["hostfile", "hosts.txt", "ds_hosts"])
+def test_a_hostfile_by_a_name_of_no_format_is_planned(capsys, team, name):
+    """A9: the names a hostfile has (`hostfile`, `hosts.txt`) are taken as ever."""
+    code, out, err = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--write-hostfile", name, "--dry-run")
+    assert code == 0 and f"would write {name}" in out + err, err
