@@ -289,3 +289,70 @@ def test_a_hostfile_by_a_name_of_no_format_is_planned(capsys, team, name):
     """A9: the names a hostfile has (`hostfile`, `hosts.txt`) are taken as ever."""
     code, out, err = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--write-hostfile", name, "--dry-run")
     assert code == 0 and f"would write {name}" in out + err, err
+
+
+# -- A5: bench's sizes as the launch measures them, said before any launch; two measured as one refused -------------
+
+
+@pytest.mark.parametrize("sizes,dtype,nranks,measured", [([3, 5], "float32", 2, None), ([1024, 1025], "float32", 2, None),
+                                                         ([1, 2, 4, 8, 16], "float32", 2, None),
+                                                         ([3], "float32", 2, [8]), ([1000, 2048], "bfloat16", 3, [996, 2046]),
+                                                         ([1024, 2048], "float32", 2, [1024, 2048])])
+def test_measured_sizes_name_what_changes_and_refuse_what_repeats(sizes, dtype, nranks, measured):
+    """A5: the one rounding rule (options.measured_bytes), said for each size it changes, and two sizes measured as
+    one refused as the duplicate they become."""
+    from nodeweave.bench.options import measured_sizes
+    from nodeweave.errors import UsageError
+
+    if measured is None:
+        with pytest.raises(UsageError) as caught:
+            measured_sizes(sizes, dtype, nranks, "X")
+        assert "measured as" in str(caught.value) and "times" in str(caught.value), caught.value
+        return
+    got, note = measured_sizes(sizes, dtype, nranks, "X")
+    assert got == measured
+    assert ("is measured as" in note) == (got != sizes), note
+
+
+def test_the_worker_measures_by_the_one_rule():
+    """A5: the worker's buffers are the sizes the driver announced."""
+    torch = pytest.importorskip("torch")
+    from nodeweave.bench.options import measured_bytes
+    from nodeweave.bench.worker import Collective
+
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        for nbytes, nranks in ((3, 1), (1001, 1), (1000, 1)):
+            coll = Collective(op, nbytes, torch.float32, torch.device("cpu"), 0, nranks)
+            assert coll.nbytes == measured_bytes(nbytes, 4, nranks) and coll.count * 4 == coll.nbytes
+
+
+@pytest.fixture
+def alone(team, monkeypatch):
+    from nodeweave.bench.runner import _TOPOLOGY_VARS
+
+    for name in _TOPOLOGY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return team
+
+
+@pytest.mark.parametrize("sizes,said", [("3,5", "--sizes 3,5: 3B and 5B are both measured as 8B"),
+                                        ("1K,1025", "--sizes 1K,1025: 1K and 1025B are both measured as 1K"),
+                                        ("1:16", "--sizes 1:16: 1B, 2B, 4B and 8B are all measured as 8B")])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "run"])
+def test_bench_refuses_sizes_measured_as_one_before_any_launch(capsys, alone, monkeypatch, sizes, said, dry):
+    """A5: `bench --sizes 3,5` ran and measured 8 B twice, and the dry run said nothing; both refuse now, exit 2,
+    before any launch (a launch here would fail the test: none is started)."""
+    from nodeweave.bench import runner
+
+    monkeypatch.setattr(runner, "launch", lambda *a, **k: pytest.fail("a launch started"))
+    code, out, err = run_cli(capsys, "bench", "--sizes", sizes, "--nproc", "2", "--backend", "gloo", "--iters", "1",
+                             "--warmup", "0", *(["--dry-run"] if dry else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and said in line and "multiple of 8B" in line, line
+
+
+def test_bench_dry_run_says_a_size_it_changes(capsys, alone):
+    """A5: `--sizes 3` is measured as 8 B over 2 ranks of float32: the dry run says so."""
+    code, out, err = run_cli(capsys, "bench", "--sizes", "3,1K", "--nproc", "2", "--backend", "gloo", "--dry-run")
+    assert code == 0, err
+    assert "note: --sizes 3,1K: 3B is measured as 8B: each of the 2 rank(s)" in err, err
