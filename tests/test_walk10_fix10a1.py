@@ -328,9 +328,9 @@ def test_the_worker_measures_by_the_one_rule():
 
 @pytest.fixture
 def alone(team, monkeypatch):
-    from nodeweave.bench.runner import _TOPOLOGY_VARS
+    from nodeweave.bench.runner import TOPOLOGY_VARS
 
-    for name in _TOPOLOGY_VARS:
+    for name in TOPOLOGY_VARS:
         monkeypatch.delenv(name, raising=False)
     return team
 

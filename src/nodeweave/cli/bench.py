@@ -206,9 +206,9 @@ def _judge_sizes_measured(config, sizes: "str | None") -> None:
     ranks are known here: this node alone (no launcher's topology variable set), its process count given or one per
     GPU; else the worker judges the same rule when it starts."""
     from nodeweave.bench.options import measured_sizes, parse_sizes
-    from nodeweave.bench.runner import _TOPOLOGY_VARS
+    from nodeweave.bench.runner import TOPOLOGY_VARS
 
-    if sizes is None or any(os.environ.get(name) for name in _TOPOLOGY_VARS):
+    if sizes is None or any(os.environ.get(name) for name in TOPOLOGY_VARS):
         return
     nranks = int(config.nproc) if str(config.nproc).isdigit() else None
     if nranks is None:
