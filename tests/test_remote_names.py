@@ -99,7 +99,7 @@ def test_hosts_file_keeps_order_reads_hostfiles_and_names_bad_lines(tmp_path):
     with pytest.raises(UsageError, match=r"hosts line 2|line 2: host 'gpu-b;reboot'"):
         read_hosts_file(f)
     f.write_text("gpu-a\ngpu-a\n")
-    with pytest.raises(UsageError, match="listed twice"):
+    with pytest.raises(UsageError, match="line 2: host 'gpu-a' is listed already on line 1"):  # every reader's words
         read_hosts_file(f)
     f.write_text("# nothing\n")
     with pytest.raises(UsageError, match="lists no host"):

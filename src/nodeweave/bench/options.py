@@ -85,6 +85,39 @@ def parse_sizes(text: str, flag: str = "--sizes") -> "list[int]":
     return sorted(parse_size(item, flag) for item in items)
 
 
+def measured_bytes(nbytes: int, item: int, nranks: int) -> int:
+    """The bytes a collective asked for ``nbytes`` measures: nccl-tests rounds the element count down so the array
+    splits evenly over the ranks, and gives each rank one element at least. The one rule: the worker builds its
+    buffers by it, and the driver says what it changes before any launch (walk10 A5)."""
+    return max(nranks, nbytes // item // nranks * nranks) * item
+
+
+def measured_sizes(sizes: "list[int]", dtype: str, nranks: int, text: str = "",
+                   flag: str = "--sizes") -> "tuple[list[int], str]":
+    """(the sizes measured, a note naming those that differ from ``sizes``, or "") for ``nranks`` ranks of ``dtype``;
+    two sizes measured as one are refused as the duplicate they become (walk10 A5: ``--sizes 3,5`` measured 8 B
+    twice, as ``1K,1024`` is refused)."""
+    item = DTYPES[dtype]
+    step = item * nranks
+    why = (f"each of the {nranks} rank(s) holds a whole number of {dtype} elements ({item}B), so a size is a "
+           f"multiple of {format_bytes(step)} (at least {format_bytes(step)})")
+    measured = [measured_bytes(size, item, nranks) for size in sizes]
+    for got in sorted(set(measured)):
+        asked = [size for size, m in zip(sizes, measured) if m == got]
+        if len(asked) > 1:
+            given = f"{flag} {text}" if text else flag
+            named = f"{', '.join(format_bytes(a) for a in asked[:-1])} and {format_bytes(asked[-1])}"
+            raise UsageError(f"{given}: {named} are {'both' if len(asked) == 2 else 'all'} measured as "
+                             f"{format_bytes(got)}, one size measured {len(asked)} times: {why}; accepted: sizes that "
+                             f"differ after that, each once (e.g. "
+                             f"{','.join(format_bytes(got + step * i) for i in range(len(asked)))})")
+    changed = [f"{format_bytes(size)} as {format_bytes(m)}" for size, m in zip(sizes, measured) if size != m]
+    given = f"{flag} {text}" if text else flag
+    note = f"{given}: {changed[0].replace(' as ', ' is measured as ', 1)}{''.join(', ' + c for c in changed[1:])}: " \
+           f"{why}" if changed else ""
+    return measured, note
+
+
 def parse_ops(text: str) -> "list[str]":
     """A comma list of collective names; ``all`` means every one."""
     from nodeweave.comma_lists import comma_items  # one rule for every comma list

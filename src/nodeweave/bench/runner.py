@@ -28,7 +28,7 @@ BASELINE_LABEL = "baseline"
 _LOG_TAIL = 4000
 _TERM_GRACE_S = 45  # torchrun gives workers 30 s after SIGTERM
 # Any of these means the caller placed this node in a job; then the entrypoint decides the port.
-_TOPOLOGY_VARS = ("NODEWEAVE_NNODES", "NNODES", "NODEWEAVE_MASTER_PORT", "MASTER_PORT", "PET_MASTER_PORT",
+TOPOLOGY_VARS = ("NODEWEAVE_NNODES", "NNODES", "NODEWEAVE_MASTER_PORT", "MASTER_PORT", "PET_MASTER_PORT",
                   "NODEWEAVE_SERVICE", "NODEWEAVE_HOSTFILE", "SLURM_JOB_ID", "KUBERNETES_SERVICE_HOST")
 
 
@@ -100,7 +100,7 @@ def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[st
     env["NODEWEAVE_NPROC_PER_NODE"] = config.nproc
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra)
-    if not any(env.get(name) for name in _TOPOLOGY_VARS):
+    if not any(env.get(name) for name in TOPOLOGY_VARS):
         # a single node on its own: a free port, so benches beside each other never share 29500
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))

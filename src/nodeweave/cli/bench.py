@@ -114,6 +114,7 @@ def bench(
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
     _refuse_sizes_past_memory(config)
+    _judge_sizes_measured(config, sizes)
     if dry_run:
         from nodeweave.cli.habits.clusteropts import show_plan
 
@@ -196,6 +197,28 @@ def _refuse_sizes_past_memory(config) -> None:
                          f"on CPU ({procs} gloo process(es) x {BUFFERS_PER_PROCESS} buffers), more than the "
                          f"{human_bytes(available)} this machine has available; accepted: sizes up to about "
                          f"{human_bytes(fits)}, or fewer processes (--nproc)")
+
+
+def _judge_sizes_measured(config, sizes: "str | None") -> None:
+    """The sizes given, as the launch will measure them, said before any launch and in the dry run (walk10 A5:
+    ``--sizes 3,5`` became two rows of 8 B without a word): a size that is no whole number of elements per rank is
+    named with the size measured; two measured as one are refused (``options.measured_sizes``). Judged where the
+    ranks are known here: this node alone (no launcher's topology variable set), its process count given or one per
+    GPU; else the worker judges the same rule when it starts."""
+    from nodeweave.bench.options import measured_sizes, parse_sizes
+    from nodeweave.bench.runner import TOPOLOGY_VARS
+
+    if sizes is None or any(os.environ.get(name) for name in TOPOLOGY_VARS):
+        return
+    nranks = int(config.nproc) if str(config.nproc).isdigit() else None
+    if nranks is None:
+        from nodeweave.entrypoint import detect
+
+        nranks = detect().gpus.count or None
+    if nranks:
+        _, note = measured_sizes(parse_sizes(sizes), config.dtype, nranks, sizes)
+        if note:
+            tell(f"note: {note}")
 
 
 def _processes(nproc: str, backend: str, err_console) -> str:

@@ -138,7 +138,7 @@ def show_command(
 
 @runs_app.command("compare")
 def compare_command(
-    runs: List[str] = typer.Argument(..., autocompletion=complete_run_ids, help="Run or sweep ids (a sweep: each of its points), oldest first"),
+    runs: List[str] = typer.Argument(..., autocompletion=complete_run_ids, help="Run or sweep ids (`nodeweave runs ls` names them; a sweep: each of its points), oldest first"),
     runs_dir: Optional[Path] = RUNS_DIR,
     spec_path: Optional[Path] = SPEC,
     metric: Optional[str] = METRIC,

@@ -29,7 +29,7 @@ from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.entrypoint import bounded
 from nodeweave.jobstate import STATE_DIR, JobState
 from nodeweave.errors import UsageError, remove_the_record
-from nodeweave.remote.names import check_dest, check_job_namespace, check_ssh_host, host_of_line
+from nodeweave.remote.names import check_dest, check_job_namespace, check_ssh_host
 from nodeweave.specpath import spec_folder
 from nodeweave.entrypoint.hostport import host_key
 
@@ -496,27 +496,14 @@ def unreadable_records(spec_path: Path, name: str) -> "list[str]":
 
 
 def read_hosts_file(path: Path) -> Tuple[str, ...]:
-    """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
-    try:
-        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
-    hosts, lines_of = [], {}
-    for number, line in enumerate(lines, start=1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        where = f"hosts file {path}, line {number}"
-        host_of_line(words, where)
-        check_ssh_host(words[0], f"{where}: host")  # the file and its line, not a --host nobody typed (walk2 U2)
-        key = host_key(words[0].rpartition("@")[2])
-        if key in lines_of:
-            raise UsageError(f"{where}: host {words[0]!r} is listed already on line {lines_of[key]} (a host name is "
-                             "case-insensitive); a host's place is its node rank, so list each host once")
-        lines_of[key] = number
-        hosts.append(words[0])
-    if not hosts:
-        raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
+    """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored: the lines as
+    ``names.hosts_file_lines`` reads them for every verb, each host checked as an ssh host."""
+    from nodeweave.remote.names import hosts_file_lines
+
+    hosts = []
+    for where, host in hosts_file_lines(path):
+        check_ssh_host(host, f"{where}: host")  # the file and its line, not a --host nobody typed (walk2 U2)
+        hosts.append(host)
     return tuple(hosts)
 
 

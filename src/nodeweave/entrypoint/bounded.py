@@ -128,9 +128,16 @@ class NotText(UnicodeDecodeError):
                 f"nodeweave reads {self.what} as UTF-8; save it as UTF-8 (iconv -f latin1 -t utf-8)")
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def read_text(path, cap, what, errors="strict"):
-    """``read_bytes`` decoded as UTF-8; :class:`NotText` names the file, line and byte that is not."""
+    """``read_bytes`` decoded as UTF-8; :class:`NotText` names the file, line and byte that is not. A leading UTF-8
+    byte-order mark (Notepad's "UTF-8 with BOM") is skipped, as the spec's YAML reader skips it: every file read
+    here, a hosts file's first host too, is what the editor shows (walk10 A6: ``\ufeffgpu01`` was no host name)."""
     data = read_bytes(path, cap, what)
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError as err:

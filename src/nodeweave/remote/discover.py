@@ -15,7 +15,7 @@ from nodeweave.entrypoint import bounded
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class, make_target, pod_kind
 from nodeweave.remote.base import Remote
-from nodeweave.remote.names import check_container_name, check_dns_label, host_of_line, refuse
+from nodeweave.remote.names import check_container_name, check_dns_label, hosts_file_lines, refuse
 
 
 def statefulset_targets(name: str, replicas: int, *, kind: str = "kubectl",
@@ -32,27 +32,16 @@ def statefulset_targets(name: str, replicas: int, *, kind: str = "kubectl",
 def read_hosts_file(path: Path, *, kind: str = "ssh", namespace: "str | None" = None,
                     container: "str | None" = None,
                     options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
-    """One node per line, master first; ``#`` comments; DeepSpeed ``host slots=N`` lines work too."""
-    try:
-        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
-    found, seen = [], set()
-    for number, line in enumerate(lines, start=1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        name = host_of_line(words, f"hosts file {path}, line {number}")
+    """One node per line, master first; ``#`` comments; DeepSpeed ``host slots=N`` lines work too: the lines as
+    ``names.hosts_file_lines`` reads them for every verb, each a target of ``kind``."""
+    from nodeweave.remote import kind_class
+
+    found = []
+    for where, name in hosts_file_lines(path, fold_case=kind_class(kind).kind.startswith("ssh")):
         try:
-            target = make_target(kind, name, namespace=namespace, container=container, options=options)
+            found.append(make_target(kind, name, namespace=namespace, container=container, options=options))
         except UsageError as err:
-            raise UsageError(f"hosts file {path}, line {number}: {err}") from err
-        if name in seen:
-            raise UsageError(f"hosts file {path}, line {number}: host {name!r} is listed twice")
-        seen.add(name)
-        found.append(target)
-    if not found:
-        raise UsageError(f"hosts file {path} lists no host: write one host name per line, master first")
+            raise UsageError(f"{where}: {err}") from err
     return found
 
 

@@ -161,7 +161,19 @@ SLOTS = re.compile(r"slots=([1-9][0-9]*)")
 def host_of_line(words: "list[str]", where: str) -> str:
     """The host of one hosts-file line's words: one ``[user@]host``, optionally followed by DeepSpeed's ``slots=N``
     (N >= 1); anything else after the host is refused naming ``where`` (the file and line) and the word. The one
-    reader of a line for every verb (walk7 A16: ``gpu01 gpu02`` on one line synced gpu01 alone, without a word)."""
+    reader of a line for every verb (walk7 A16: ``gpu01 gpu02`` on one line synced gpu01 alone, without a word).
+    A host in MPICH's ``host:N`` form (N slots, what Horovod's and mpirun's hostfiles hold) is refused as both
+    things it may mean, never only as ssh's host:port (walk10 A8: the hint sent the user to ssh port 8)."""
+    from nodeweave.entrypoint.hostport import host_count_form
+
+    user, at, host = words[0].rpartition("@")
+    counted = host_count_form(host)
+    if counted:
+        name, count = f"{user}{at}{counted[0]}", counted[1]
+        raise UsageError(f"{where}: host {words[0]!r} is not accepted: MPICH's host:N form (N slots) or ssh's "
+                         f"host:port, and a hosts file here holds neither; accepted: '{name} slots={count}' "
+                         f"(DeepSpeed's form) for {count} slots, or '{name}' with --ssh-option Port={count} (or a "
+                         f"`Host {counted[0]}` entry with `Port {count}` in ~/.ssh/config) if {count} is the ssh port")
     extra = words[1:]
     if len(extra) == 1 and SLOTS.fullmatch(extra[0]):
         return words[0]
@@ -229,3 +241,40 @@ def check_delete_dest(dest: str, workspace: str, what: str = "DEST") -> str:
                      "other teams' data lives there, and --delete would remove everything SRC lacks), or the spec's "
                      f"workspace.path {workspace}")
     return dest
+
+
+def hosts_file_lines(path, fold_case: bool = True) -> "list[tuple[str, str]]":
+    """``(where, [user@]host)`` for each host line of the hosts file ``path``, node 0 first: the one reader of a hosts
+    file for every verb (the cluster verbs' --hosts-file, ``hosts probe``, ``sync``; walk10 A7: two readers had two
+    rules, and ``hosts probe`` named a repeated ``GPU01`` as a ``--node`` nobody typed). ``#`` comments and blank
+    lines are skipped; the file is read whole, a leading byte-order mark skipped (``bounded.read_text``); each line
+    is read by :func:`host_of_line`; a host listed again is refused naming both lines: by ``hostport.host_key`` (a
+    host name is case-insensitive, ``gpu01.`` is ``gpu01``, the user is no part of it: ``remote.refuse_same_host``'s
+    key) where ``fold_case``, else as written (container names are case-sensitive)."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.entrypoint.hostport import host_key
+
+    try:
+        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    found, lines_of = [], {}
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"hosts file {path}, line {number}"
+        host = host_of_line(words, where)
+        name, slash, rest = host.rpartition("@")[2].partition("/")  # ssh+docker's host/container: the host's part
+        key = (host_key(name), rest) if fold_case else host
+        if key in lines_of:
+            first_number, first = lines_of[key]
+            spelt = "" if first == host else f" as {first!r}"
+            why = " (a host name is case-insensitive and a trailing dot names the same host)" if fold_case else ""
+            raise UsageError(f"{where}: host {host!r} is listed already on line {first_number}{spelt}{why}; a host's "
+                             "place is its node rank, so list each host once")
+        lines_of[key] = (number, host)
+        found.append((where, host))
+    if not found:
+        raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
+    return found

@@ -131,7 +131,7 @@ class NodeweaveCommand(TyperCommand):
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
-        refuse_two_formats(self, ctx.params)
+        refuse_two_formats(self, ctx)
         refuse_run_record_spec(self, ctx.params)
         refuse_repeats(self, ctx.params)
         return rest

@@ -72,9 +72,25 @@ class _Plain:
         kind = getattr(param, "param_type_name", "")
         if (kind == "option" or (kind == "argument" and getattr(param, "nargs", 1) == 1)) and not str(value).strip():
             raise BadParameter(blank_message(value, param), ctx=ctx, param=param)
+        if self.kind is Path and str(value) == "-" and not set(getattr(param, "opts", ())) & set(STANDARD_STREAM):
+            raise BadParameter(dash_message(param), ctx=ctx, param=param)
         if self.kind is Path and str(value).startswith("~"):
             value = expand_home(str(value), param, ctx)
         return value if isinstance(value, self.kind) else self.kind(value)
+
+
+# The path options and arguments whose ``-`` is a stream: ``--spec -`` (and $NODEWEAVE_SPEC=-) reads the spec from
+# standard input. Every other path's ``-`` is refused (walk10 A4: ``render --out -`` made and filled a folder named
+# ``-``; ``hosts probe --write-hostfile -`` a file named ``-``), as the command line is read.
+STANDARD_STREAM = ("--spec",)
+
+
+def dash_message(param) -> str:
+    """Why ``-`` is refused for a path that is no stream: what takes it, and how the name ``-`` itself is typed."""
+    named = _flag(param)
+    return (f"'-' is standard input or output only for --spec (`--spec -` reads the spec from stdin); {named} names "
+            f"a path on this machine, which nodeweave reads or writes itself: give a file or folder (one named - "
+            "is ./-)")
 
 
 def expand_home(text: str, param, ctx) -> str:
@@ -96,9 +112,24 @@ def blank_message(value, param) -> str:
     ``sync "$UNSET" DEST`` here."""
     if getattr(param, "param_type_name", "") == "argument":
         return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here' (an unset variable?): give "
-                f"{_flag(param)}, or leave it off for its default")
+                f"{_flag(param)}{_left_off(param)}")
     return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here': give a value, or leave "
             f"{_flag(param)} off for its default")
+
+
+def _left_off(param) -> str:
+    """What leaving an argument off does, as its own declaration says (walk10 A1: ``runs compare ""`` offered "leave
+    it off for its default" where leaving it off is "missing argument"): a default only where it has one (a value,
+    or its help names one: "default: the spec's launcher.script"); a deprecated (hidden) one is what its help says;
+    else what it takes, and that it has no default."""
+    said = str(getattr(param, "help", None) or "").strip()
+    if not getattr(param, "required", False) and (param.default is not None or "default" in said.lower()):
+        return ", or leave it off for its default"
+    if said[1:2].islower():  # "Run or sweep ids" as words of the line; "COMMAND ARGS" as it is
+        said = said[:1].lower() + said[1:]
+    if getattr(param, "hidden", False):
+        return f", or leave it off ({said})" if said else ", or leave it off"
+    return f" ({said}); it has no default" if said else "; it has no default"
 
 
 def _flag(param) -> str:

@@ -126,15 +126,19 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
                              f"{flag} out")
 
 
-def refuse_two_formats(command, params) -> None:
+def refuse_two_formats(command, ctx) -> None:
     """``--json`` with another ``-o``, refused as the command line is read on every verb that has both (walk9 A2:
     bench printed JSON and dropped ``-o yaml``; shell and sync read the format only on a dry run): the one rule
-    of ``output.data_format``, applied before the verb runs."""
+    of ``output.data_format``, applied before the verb runs. An ``-o table`` the user typed is another ``-o`` too
+    (walk10 A2: ``validate --json -o table`` printed JSON and dropped it); only the default gives way to --json."""
     from nodeweave.cli.habits.output import data_format
 
+    params = ctx.params
     names = {opt: param.name for param in command.params for opt in getattr(param, "opts", ())}
     if "--json" in names and "--output" in names:
-        data_format(bool(params.get(names["--json"])), params.get(names["--output"]) or "table")
+        source = ctx.get_parameter_source(names["--output"])
+        typed = source is not None and getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT")
+        data_format(bool(params.get(names["--json"])), params.get(names["--output"]) or "table", typed=typed)
 
 
 def option_value(words: Sequence[str], option: str) -> "str | None":

@@ -105,11 +105,12 @@ def json_option():
     return typer.Option(False, "--json", help="Print the data as JSON on stdout (the same as -o json)")
 
 
-def data_format(as_json: bool, output: str) -> str:
+def data_format(as_json: bool, output: str, typed: bool = False) -> str:
     """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``; with another
-    ``-o`` it is refused, not silently resolved."""
+    ``-o`` it is refused, not silently resolved: ``-o table`` too when ``typed`` (the user gave it; only the
+    default table gives way to --json: ``conflicts.refuse_two_formats`` knows which, as the line is read)."""
     fmt = checked(output)
-    if as_json and fmt not in ("table", "json"):
+    if as_json and fmt != "json" and (typed or fmt != "table"):
         raise UsageError(f"--json is -o json, and -o {fmt} asks for {fmt}: give one of them")
     return "json" if as_json else fmt
 

@@ -87,11 +87,21 @@ KINDS: Dict[str, "tuple[str, Callable[[bytes], bool]]"] = {
 
 # kind: the endings a file of that kind is named with; a name saying another format is refused, written or not
 # (walk9 A4: `init --out main.py`, the slip for --script, wrote YAML into main.py, and `--out a.json` YAML into a
-# .json). The charts' (.png, .svg) are runs.chart.FORMATS, judged by check_chart_path first; a hostfile and a plan
-# record take any name.
+# .json). The charts' (.png, .svg) are runs.chart.FORMATS, judged by check_chart_path first.
 SUFFIXES: Dict[str, "tuple[str, tuple[str, ...]]"] = {"spec": ("a spec, in YAML", (".yaml", ".yml")),
                                                      "bench": ("bench's numbers, in JSON", (".json",)),
                                                      "chart": ("a chart", (".png", ".svg"))}
+# kind: (what it holds, the endings of FORMAT_ENDINGS its name may carry, a name to offer): any name, but never one
+# that says another format (walk10 A9: `--write-hostfile ds_config.json` wrote `host slots=N` lines into a .json
+# that `deepspeed --deepspeed_config` then read; `spec.yaml` a hostfile `validate --spec` read).
+ANY_NAME: Dict[str, "tuple[str, tuple[str, ...], str]"] = {
+    "hostfile": ("a DeepSpeed hostfile (HOST slots=N lines)", (), "hostfile"),
+    "plan": ("a plan record, in JSON", (".json",), "plan.json"),
+}
+# Endings that say what a file holds: a file of another kind is never named with one.
+FORMAT_ENDINGS: Dict[str, str] = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML",
+                                  ".py": "Python", ".sh": "a shell script", ".ipynb": "a notebook", ".csv": "CSV",
+                                  ".png": "a PNG image", ".svg": "an SVG image", ".pyz": "a Python zipapp"}
 
 
 def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, str] | None" = None,
@@ -124,8 +134,15 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
 
 def _refuse_another_format(path: Path, flag: str, kind: str, subject: str) -> None:
     written, endings = SUFFIXES.get(kind, ("", ()))
-    if endings and path.suffix.lower() not in endings:
-        slip = " (--script names the training script)" if kind == "spec" and path.suffix.lower() == ".py" else ""
+    suffix = path.suffix.lower()
+    if endings and suffix not in endings:
+        slip = " (--script names the training script)" if kind == "spec" and suffix == ".py" else ""
         raise UsageError(f"{subject}: {flag} writes {written}; accepted: a file name ending in "
                          f"{' or '.join(endings)}{slip}")
+    if kind in ANY_NAME and suffix in FORMAT_ENDINGS and suffix not in ANY_NAME[kind][1]:
+        written, own, example = ANY_NAME[kind]
+        raise UsageError(f"{subject}: {flag} writes {written}, and a name ending in {suffix} says "
+                         f"{FORMAT_ENDINGS[suffix]}: whatever reads it as {FORMAT_ENDINGS[suffix]} would fail; "
+                         f"accepted: a name that says no other format, e.g. "
+                         f"{path.with_name(example) if path.parent != Path('.') else example}")
 
