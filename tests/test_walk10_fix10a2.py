@@ -1,0 +1,33 @@
+"""The tenth walk, part A, rows A10, A13, A14, A16, A19, A26, A30 (issue 43, /work/wt/walk10a-report.md): each row's
+class, one test per class, each failing on the code before its fix; each test's docstring starts with the rows it
+covers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from nodeweave.errors import EXIT_USAGE
+from team_folder import make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+# -- A30: the shell's current folder removed under it ---------------------------------------------------------------
+
+@pytest.mark.parametrize("words", [["validate"], ["runs", "ls"], ["init", "--dry-run"], ["render", "all", "--dry-run"],
+                                   ["up", "--dry-run"], ["status"]], ids=" ".join)
+def test_a_removed_current_folder_is_named_as_such(capsys, tmp_path, monkeypatch, words):
+    """A30: `cannot use: No such file or directory` named no path and no subject; the folder the shell is in is gone."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    code, out, err = run_cli(capsys, *words)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "current folder no longer exists" in line and "cd to the project" in line, line
