@@ -31,3 +31,18 @@ def test_a_removed_current_folder_is_named_as_such(capsys, tmp_path, monkeypatch
     code, out, err = run_cli(capsys, *words)
     line = one_line(err)
     assert code == EXIT_USAGE and "current folder no longer exists" in line and "cd to the project" in line, line
+
+
+# -- A19: a quote or a backslash at any sweep value's edge ----------------------------------------------------------
+
+@pytest.mark.parametrize("verb", [["run"], ["bench"]], ids=" ".join)
+@pytest.mark.parametrize("sweep, comma", [('LR="1e-3,3e-4"', True), ('A="x,y",z', True), ("A=x\\,y,z", True),
+                                          ("LR='1e-3,3e-4'", True), ('LR="1e-3",3e-4', False),
+                                          ("LR=1e-3,3e-4'", False)])
+def test_a_quote_or_backslash_at_a_sweep_values_edge_is_refused(capsys, team, verb, sweep, comma):
+    """A19: only a value quoted at both ends was refused; `LR="1e-3,3e-4"` sent `"1e-3` and `3e-4"` to the nodes, and
+    the docs had no word on a value holding a comma."""
+    code, out, err = run_cli(capsys, *verb, "--sweep", sweep, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "is not accepted" in line and "written bare" in line, line
+    assert ("can hold a comma" in line) == comma, line
