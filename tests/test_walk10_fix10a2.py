@@ -46,3 +46,42 @@ def test_a_quote_or_backslash_at_a_sweep_values_edge_is_refused(capsys, team, ve
     line = one_line(err)
     assert code == EXIT_USAGE and "is not accepted" in line and "written bare" in line, line
     assert ("can hold a comma" in line) == comma, line
+
+
+# -- A26: a node log that is not a file: the hint names only what the reading verb takes -----------------------------
+
+def _run_folder(root, run_id, line):
+    import json
+
+    run = root / "runs" / run_id
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"id": run_id, "job": "team", "started": "2026-11-29T10:00:00Z",
+                                              "ended": "2026-11-29T10:05:00Z", "exit_code": 0, "nodes": []}))
+    (run / "node-0.log").write_text(line + "\n")
+    return run
+
+
+READERS = {"logs": ["logs", "--run", "20261129T100000Z-team"],
+           "runs compare": ["runs", "compare", "20261129T100000Z-team", "20261129T110000Z-team", "--metric",
+                            "loss ([0-9.]+)"]}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_node_log_that_is_a_pipe_is_refused_with_a_hint_the_verb_takes(capsys, team, reader):
+    """A26: `runs compare` said "leave that node out with --node", an option only `logs` has."""
+    import re
+
+    from cli_run import leaves
+
+    first = _run_folder(team, "20261129T100000Z-team", "loss 1.5")
+    _run_folder(team, "20261129T110000Z-team", "loss 1.0")
+    (first / "node-0.log").unlink()
+    os.mkfifo(first / "node-0.log")
+    code, out, err = run_cli(capsys, *READERS[reader])
+    line = one_line(err)
+    assert code == EXIT_USAGE and "named pipe" in line, line
+    command = dict((" ".join(w), c) for w, c in leaves())[reader]
+    taken = {name for p in command.params for name in getattr(p, "opts", [])}
+    named = set(re.findall(r"with (--[\w-]+)", line))
+    assert named <= taken, (line, named - taken)
+    assert reader != "logs" or named == {"--node"}, line
