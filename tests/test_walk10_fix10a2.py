@@ -85,3 +85,43 @@ def test_a_node_log_that_is_a_pipe_is_refused_with_a_hint_the_verb_takes(capsys,
     named = set(re.findall(r"with (--[\w-]+)", line))
     assert named <= taken, (line, named - taken)
     assert reader != "logs" or named == {"--node"}, line
+
+
+# -- A14: the command launcher's program a path that is no program ---------------------------------------------------
+
+KINDS = {"folder": (lambda p: p.mkdir(), "is a folder, not a program", 126),
+         "pipe": (lambda p: os.mkfifo(p), "is a named pipe, not a program", 126),
+         "device": (None, "is a character device, not a program", 126),
+         "dangling link": (lambda p: p.symlink_to(p.parent / "gone"), "which does not exist", 127)}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_path_command_that_is_no_program_is_named_before_the_plan(tmp_path, kind):
+    """A14: `-- /some/folder` started the node and then said "launcher '/some/folder' not found on PATH ...;
+    choose another with NODEWEAVE_LAUNCHER": a path is never looked up in PATH, and the launcher is not at fault."""
+    from cli_run import entrypoint
+
+    make, said, code = KINDS[kind]
+    program = "/dev/null" if make is None else str(tmp_path / "thing")
+    if make is not None:
+        make(tmp_path / "thing")
+    done = entrypoint("--nnodes", "1", "--launcher", "command", "--", program, cwd=tmp_path,
+                      env={**os.environ, "NODEWEAVE_METRICS": "off"}, timeout=60)
+    assert done.returncode == code and said in done.stderr, done.stderr
+    assert "PATH" not in done.stderr and "node 0 of 1" not in done.stdout + done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_supervise_resolve_names_a_path_as_what_it_is(tmp_path, kind):
+    """A14: the start's own resolve (where exec finds out) says the same words as the check before the plan."""
+    from nodeweave.entrypoint.errors import EntrypointError
+    from nodeweave.entrypoint.running.supervise import resolve
+
+    make, said, code = KINDS[kind]
+    program = "/dev/null" if make is None else str(tmp_path / "thing")
+    if make is not None:
+        make(tmp_path / "thing")
+    with pytest.raises(EntrypointError) as caught:
+        resolve(program, "/usr/bin:/bin")
+    assert said in str(caught.value) and "PATH" not in str(caught.value), caught.value
+    assert caught.value.exit_code == code

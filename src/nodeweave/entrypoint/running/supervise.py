@@ -30,10 +30,15 @@ def _numbers(names):
 
 def resolve(program, path):
     """The launcher's file from PATH, or the entrypoint's error (127 not found, 126 not executable)."""
-    if "/" in program:
-        candidates = [program]
-    else:
-        candidates = [os.path.join(d or ".", program) for d in path.split(os.pathsep)]
+    if "/" in program:  # a path is never looked up in PATH: said as what it is (walk10 A14)
+        from ..planning.programs import path_problem
+
+        problem = path_problem(program)
+        if problem is None:
+            return program
+        raise EntrypointError(f"launcher {program!r} cannot be executed: {problem}",
+                              EXIT_NOT_EXECUTABLE if os.path.exists(program) else EXIT_NOT_FOUND)
+    candidates = [os.path.join(d or ".", program) for d in path.split(os.pathsep)]
     found = [c for c in candidates if os.path.isfile(c)]
     for candidate in found:
         if os.access(candidate, os.X_OK):
