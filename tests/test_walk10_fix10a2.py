@@ -125,3 +125,26 @@ def test_supervise_resolve_names_a_path_as_what_it_is(tmp_path, kind):
         resolve(program, "/usr/bin:/bin")
     assert said in str(caught.value) and "PATH" not in str(caught.value), caught.value
     assert caught.value.exit_code == code
+
+
+# -- A13: what is in the way of nodeweave's own files, named from a subfolder of the project -------------------------
+
+IN_THE_WAY = {"file": lambda p: p.write_text("x"), "pipe": lambda p: os.mkfifo(p),
+              "link": lambda p: p.symlink_to("/etc/hostname")}
+
+
+@pytest.mark.parametrize("words", [["render", "all", "--dry-run"], ["up", "--dry-run"]], ids=" ".join)
+@pytest.mark.parametrize("kind", sorted(IN_THE_WAY))
+def test_a_state_folder_in_the_way_is_named_by_a_path_the_user_can_act_on(capsys, team, monkeypatch, words, kind):
+    """A13: from a subfolder of the project (README allows it) `.nodeweave is a file` named a path that was not
+    there; the sibling refusal for runs/ names the whole path."""
+    IN_THE_WAY[kind](team / ".nodeweave")
+    deep = team / "src" / "deep"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    code, out, err = run_cli(capsys, *words)
+    line = one_line(err)
+    assert code == EXIT_USAGE and line.startswith(f"nodeweave: error: {team / '.nodeweave'} is "), line
+    monkeypatch.chdir(team)
+    code, out, err = run_cli(capsys, *words)
+    assert code == EXIT_USAGE and one_line(err).startswith("nodeweave: error: .nodeweave is "), err
