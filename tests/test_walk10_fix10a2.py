@@ -148,3 +148,61 @@ def test_a_state_folder_in_the_way_is_named_by_a_path_the_user_can_act_on(capsys
     monkeypatch.chdir(team)
     code, out, err = run_cli(capsys, *words)
     assert code == EXIT_USAGE and one_line(err).startswith("nodeweave: error: .nodeweave is "), err
+
+
+# -- A16: a file nodeweave wrote given as --spec, named as what it is ----------------------------------------------
+
+def _schemas():
+    """Every schema nodeweave writes, from the modules that own them."""
+    from nodeweave.bench.report import SCHEMA as bench
+    from nodeweave.check import SCHEMA as check
+    from nodeweave.cluster.dashboard import SCHEMA as dashboard
+    from nodeweave.cluster.runfolder import SCHEMA as runfolder
+    from nodeweave.doctor import SCHEMA as doctor
+    from nodeweave.entrypoint.metrics.goodput import SCHEMA as goodput
+    from nodeweave.entrypoint.metrics.heat import SCHEMA as heat
+    from nodeweave.entrypoint.metrics.shape import SCHEMA as live
+    from nodeweave.entrypoint.model import SCHEMA as entrypoint
+    from nodeweave.entrypoint.nodeinfo import NODE_SCHEMA
+    from nodeweave.entrypoint.running.runstate import HOLD_SCHEMA, RUN_SCHEMA
+
+    return [bench, check, dashboard, runfolder, doctor, goodput, heat, live, entrypoint, NODE_SCHEMA, HOLD_SCHEMA,
+            RUN_SCHEMA]
+
+
+@pytest.mark.parametrize("schema", _schemas())
+@pytest.mark.parametrize("form", ["json", "yaml"])
+def test_a_document_nodeweave_wrote_given_as_the_spec_is_named(capsys, team, schema, form):
+    """A16: bench's result and doctor's report as --spec got one `unknown key` line per top-level key."""
+    import json
+
+    from nodeweave.spec.loader import DOCUMENTS
+
+    name = schema.split(".", 1)[1].split("/")[0]
+    assert name in DOCUMENTS, name
+    doc = {"ok": True, "schema": schema, "node": 0, "findings": []}
+    (team / "doc.out").write_text(json.dumps(doc, indent=2) if form == "json" else
+                                  "".join(f"{k}: {json.dumps(v)}\n" for k, v in doc.items()))
+    code, out, err = run_cli(capsys, "validate", "--spec", "doc.out")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"is {DOCUMENTS[name]}, schema {schema}, not a spec" in line, line
+
+
+RUN_FILES = {"spec.yaml": "the spec run", "node-0.plan.json": "node 0's plan", "node-1.log": "node 1's output",
+             "run.json": "own record", "goodput.json": "goodput", "heat.json": "heat map",
+             "recovery.json": "recovery record"}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_FILES))
+def test_each_file_of_a_run_folder_given_as_the_spec_is_named_as_what_it_holds(capsys, team, name):
+    """A16: a run folder's node-0.plan.json, run.json, goodput.json were each "the spec the run started from"."""
+    run = team / "runs" / "20261130T140001Z-team"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"job": "team"}\n')
+    (run / "spec.yaml").write_text((team / "nodeweave.yaml").read_text())
+    if not (run / name).exists():
+        (run / name).write_text('{"x": 1}\n')
+    code, out, err = run_cli(capsys, "validate", "--spec", f"runs/20261130T140001Z-team/{name}")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "is a run's record (" in line and RUN_FILES[name] in line, line
+    assert name == "spec.yaml" or "started from" not in line, line
