@@ -150,6 +150,49 @@ def test_a_state_folder_in_the_way_is_named_by_a_path_the_user_can_act_on(capsys
     assert code == EXIT_USAGE and one_line(err).startswith("nodeweave: error: .nodeweave is "), err
 
 
+# -- A10: --overlay on a verb that applies nothing; a missing overlay folder whatever this machine has ---------------
+
+def _reach_verbs():
+    """Every verb that takes the reach flags (habits.clusteropts.reach_options puts --overlay on each)."""
+    from cli_run import leaves
+
+    return [words for words, command in leaves()
+            if "--overlay" in {name for p in command.params for name in getattr(p, "opts", [])}]
+
+
+def test_the_walk_finds_up_down_and_run_among_the_verbs_with_overlay():
+    verbs = _reach_verbs()
+    assert ["up"] in verbs and ["down"] in verbs and ["run"] in verbs and len(verbs) >= 10, verbs
+
+
+@pytest.mark.parametrize("words", [w for w in _reach_verbs() if w not in (["up"], ["down"])], ids=" ".join)
+@pytest.mark.parametrize("target", ["kubernetes", "local"])
+def test_overlay_on_a_verb_that_applies_nothing_is_refused(capsys, team, words, target):
+    """A10: `run -t kubernetes --overlay nosuch --dry-run` planned its run (exit 0), `status` asked the cluster;
+    on local the refusal hinted --target kubernetes, where it does nothing either."""
+    from nodeweave.cluster.options import FLAG_VERBS
+
+    assert FLAG_VERBS["overlay"][1] == ("up", "down")
+    tail = {"exec": ["--", "true"]}.get(words[0], [])
+    code, out, err = run_cli(capsys, *words, "-t", target, "--overlay", "nosuch", *tail)
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"--overlay does nothing for {words[0]} (it is for up and down" in line, line
+    assert "--target" not in line, line
+
+
+@pytest.mark.parametrize("verb", ["up", "down"])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry run", "real"])
+def test_a_missing_overlay_folder_is_exit_2_without_kubectl_too(capsys, team, monkeypatch, verb, dry):
+    """A10: a missing overlay folder was refused by up's dry run and, without kubectl here, the real up and down
+    said "kubectl is not on PATH" (exit 3) instead."""
+    empty = team / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    code, out, err = run_cli(capsys, verb, "-t", "kubernetes", "--overlay", "nosuch", *(["--dry-run"] if dry else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and "holds no kustomization.yaml" in line, line
+
+
 # -- A16: a file nodeweave wrote given as --spec, named as what it is ----------------------------------------------
 
 def _schemas():
