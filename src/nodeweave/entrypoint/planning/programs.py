@@ -43,6 +43,8 @@ def _program_missing(program, settings):
     import shutil
 
     if "/" in program:
+        from ..running.supervise import path_problem  # where exec finds out too (running never imports planning)
+
         return path_problem(program)
     if shutil.which(program, path=(settings.env or {}).get("PATH")) is not None:
         return None
@@ -51,33 +53,3 @@ def _program_missing(program, settings):
                 f"./{program}, executable, or use launcher torchrun for a training script)")
     return f"{program} is not on PATH"
 
-
-def path_problem(program):
-    """Why exec would not start ``program``, a path (it holds a ``/``), or None: it is not there, a link to nothing,
-    no regular file (a folder, a pipe, a device: exec's EACCES, walk10 A14: a folder was said "not found on PATH",
-    which a path is never looked up in), or not executable. The one judgement of a path the plan, the start and
-    ``running.supervise.resolve`` share."""
-    try:
-        mode = os.stat(program).st_mode  # a link followed, as exec follows it
-    except OSError:
-        mode = None
-    if mode is None:
-        if os.path.islink(program):
-            return f"{program} is a link to {os.readlink(program)!r}, which does not exist"
-        return f"{program} does not exist (on this node, from {_here()})"
-    import stat
-
-    if not stat.S_ISREG(mode):
-        from ..bounded import file_kind
-
-        return f"{program} is {file_kind(mode)}, not a program"
-    if not os.access(program, os.X_OK):
-        return f"{program} is not executable (chmod +x, or run it through its interpreter: -- python {program})"
-    return None
-
-
-def _here():
-    try:
-        return os.getcwd()
-    except OSError:
-        return "a working directory that no longer exists"
