@@ -264,7 +264,7 @@ def test_the_walks_host_and_hosts_file_case_names_both_flags(capsys, tmp_path, m
 
 def idle_cases():
     try:
-        from nodeweave.cluster.options import FLAG_TARGETS, TARGETS
+        from nodeweave.cluster.options import FLAG_TARGETS, FLAG_VERBS, TARGETS
     except ImportError:  # before the table: the walk finds none, and its test below says so
         return []
 
@@ -278,7 +278,10 @@ def idle_cases():
             if flag not in flags:  # sync takes the hosts target's flags (walk7 A12), not every reach flag
                 continue
             wrong = next(t for t in ("local", "kubernetes") if t not in targets)
-            cases.append((words, ["--target", wrong, *with_value(flag)], f"{shown} does nothing for target {wrong}"))
+            idle_verb = name in FLAG_VERBS and words[0] not in FLAG_VERBS[name][1]  # walk10 A10: whatever target
+            cases.append((words, ["--target", wrong, *with_value(flag)],
+                          f"{shown} does nothing for {words[0]} (" if idle_verb else
+                          f"{shown} does nothing for target {wrong}"))
     cases.append((["down"], ["--delete-claims"], "--delete-claims does nothing for target local"))
     cases.append((["sync"], ["--target", "local", "--namespace", "ns"], "--namespace does nothing for target local"))
     cases.append((["sync"], ["--target", "local", "--container", "c"], "--container does nothing for target local"))

@@ -51,7 +51,7 @@ def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
             return ""  # nothing there yet: made by nodeweave
         except OSError as err:
             return f"{here} cannot be looked at ({err.strerror or err})"
-        shown = here.relative_to(base).as_posix() if here.is_relative_to(base) else str(here)
+        shown = _from_here(here)
         if stat.S_ISLNK(mode):
             what = "a file" if last and not folder else "a folder"
             return f"{shown} is a symbolic link (to {os.readlink(here)}), not {what} nodeweave made; it never " \
@@ -63,6 +63,16 @@ def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
         if not last and not stat.S_ISDIR(mode):
             return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
     return ""
+
+
+def _from_here(path: Path) -> str:
+    """``path`` as the user can act on it from the current folder: relative to it where it lies inside it, else
+    whole (walk10 A13: from a subfolder of the project, `.nodeweave is a file` named a path that was not there)."""
+    try:
+        here = Path.cwd()
+    except OSError:
+        return str(path)
+    return path.relative_to(here).as_posix() if path.is_relative_to(here) and path != here else str(path)
 
 
 def _kind(mode: int) -> str:

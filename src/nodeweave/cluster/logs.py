@@ -134,7 +134,7 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
     """The node logs of a run folder; with ``follow``, new lines until the run has ended; ``tail``: only each
     node's last lines of what is there now (each file's end is read, not all of it), then what comes."""
     files = sorted(folder.glob("node-*.log"), key=lambda p: int(p.stem.split("-")[1]))
-    files = [own_log(f) for f in files if not indices or int(f.stem.split("-")[1]) in indices]
+    files = [own_log(f, "--node") for f in files if not indices or int(f.stem.split("-")[1]) in indices]
     show = _Printer(console, {f.stem: int(f.stem.split("-")[1]) for f in files})
     view = LogView(rank, collapse, hold_s=2 * poll if follow else None, first_ranks=first_ranks(folder))
     handles = {f: open(f, "rb") for f in files}

@@ -126,6 +126,23 @@ FLAG_TARGETS = {"engine": ("--engine", ("local", "hosts")), "hosts": ("--host", 
                 "overlay": ("--overlay", ("kubernetes",)), "ssh_options": ("--ssh-option", ("hosts",))}
 
 
+# The reach flags that are what a verb makes rather than how it reaches the nodes, and the verbs that make something
+# of them: given to any other verb they do nothing, whatever the target (walk10 A10: `run --overlay nosuch` planned
+# its run, `status --overlay nosuch` asked the cluster). {field: (flag, verbs, what they make of it)}
+FLAG_VERBS = {"overlay": ("--overlay", ("up", "down"), "the kustomize folder up applies and down deletes; the other "
+                          "verbs reach the pods up made, whatever folder made them")}
+
+
+def refuse_verb_idle_flags(given: ClusterOptions, verb: str) -> None:
+    """A reach flag typed to a verb that makes nothing of it (``FLAG_VERBS``) is refused, exit 2, in the words
+    :func:`refuse_idle_flags` uses for a target, before anything else is judged (its target's rule would hint
+    ``--target kubernetes``, which does nothing for such a verb either)."""
+    for name, (flag, verbs, what) in FLAG_VERBS.items():
+        if getattr(given, name) and verb not in verbs:
+            raise UsageError(f"{flag} does nothing for {verb} (it is for {' and '.join(verbs)}: {what}): leave it "
+                             "out")
+
+
 def refuse_idle_flags(given: ClusterOptions, target: str, extra: "dict[str, tuple[bool, tuple]]" = None) -> None:
     """A flag given on the command line that does nothing for ``target`` is refused, exit 2, naming the targets it
     is for (README: a flag that would do nothing is refused), before its value is judged or its file read (the

@@ -28,15 +28,18 @@ from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 SCHEMA = "nodeweave.runfolder/1"
 
 
-def own_log(path: Path) -> Path:
+def own_log(path: Path, leave_out: str = "") -> Path:
     """``path`` when it is a node log as a run wrote it (a regular file, or absent: FileNotFoundError); one line,
     exit 2, for a link (to ``/etc/shadow``, say), a pipe, a device or a folder: every reader of a run's logs
-    (``logs --run``, ``runs compare --metric``, a sweep's metric) refuses it alike, never reads through it."""
+    (``logs --run``, ``runs compare --metric``, a sweep's metric) refuses it alike, never reads through it.
+    ``leave_out``: the reader's own option that leaves a node out (``logs``' ``--node``), named in the hint only
+    where the reader takes one (walk10 A26: ``runs compare`` was told to use a --node it has not)."""
     try:
         return bounded.own_file(path)
     except bounded.NotOwnFile as err:
         raise UsageError(f"{path} {err.strerror}: a run's logs are read only as the run wrote them; move it out of "
-                         f"{path.parent.name}/ (or leave that node out with --node)") from None
+                         f"{path.parent.name}/" + (f" (or leave that node out with {leave_out})" if leave_out
+                                                   else "")) from None
 
 
 def utc_stamp(epoch: Optional[float] = None) -> str:

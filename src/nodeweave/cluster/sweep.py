@@ -179,6 +179,8 @@ def parse_sweeps(options: Sequence[str], run: bool = True) -> List[Tuple[str, Li
 
 
 QUOTES = ("'", '"')
+EDGES = "'\"\\"  # what no sweep value starts or ends with: a quote, a backslash
+NO_COMMA = "run each such value as its own `nodeweave run -e NAME=VALUE`"
 
 
 def refuse_list_spellings(text: str, name: str, values: str, points: List[str]) -> None:
@@ -191,8 +193,16 @@ def refuse_list_spellings(text: str, name: str, values: str, points: List[str]) 
     if values[:1] in "[(" and values[-1:] in "])":
         bare = [v.strip().strip("".join(QUOTES)).strip() for v in values[1:-1].split(",")]
         why = "brackets around the list, which the first and last values would get as part of them"
-    elif any(len(v) >= 2 and v[0] in QUOTES and v[-1] == v[0] for v in (p.strip() for p in points)):
-        why = "quotes around a value, which the node would get as part of it"
+    elif any(v[:1] in EDGES or v[-1:] in EDGES for v in (p.strip() for p in points)):
+        # a quote or a backslash at any value's edge (walk10 A19: `LR="1e-3,3e-4"` gave the points `"1e-3` and
+        # `3e-4"`, `A=x\,y` the point `x\`): neither groups nor escapes a comma, and the node would get it
+        bare = [v.strip().strip("".join(EDGES)).strip() for v in points]
+        why = ("quotes around a value, which the node would get as part of it" if not any(
+            v.strip().endswith("\\") for v in points) else "a backslash, which escapes nothing here")
+        split = any(v.strip()[:1] in QUOTES and v.strip()[-1:] != v.strip()[:1] for v in points) or \
+            any(v.strip().endswith("\\") for v in points)
+        if split:
+            why += f"; no value of a sweep can hold a comma (commas separate the values: {NO_COMMA})"
     elif len(points) == 1 and len(points[0].split()) > 1:  # with commas, a value may hold words (OPTS=a b,c)
         bare = points[0].split()
         why = "spaces between values, which make them one value: a sweep of one point"

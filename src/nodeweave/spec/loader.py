@@ -64,6 +64,7 @@ def refuse_nodeweaves_own(path: Path, text: str) -> None:
 
         rendered = is_marked(text)
     refuse_run_record(path)
+    refuse_own_document(path, text)
     own_state = not is_stream(path) and not is_stdin(path) and STATE_DIR in Path(os.path.abspath(path)).parts
     if rendered or own_state:
         found = None if is_stream(path) or is_stdin(path) else spec_above(path)
@@ -84,10 +85,63 @@ def refuse_run_record(path: Path) -> None:
     if run is not None:
         found = spec_above(run.parent)
         shown = found and os.path.relpath(found)
-        raise UsageError(f"{path} is a run's record (the spec run {run.name} started from, as it was), not a "
+        raise UsageError(f"{path} is a run's record ({run_file_words(path.name, run.name)}), not a "
                          "spec: its folder is no workspace, and nothing of nodeweave's is written inside a run "
                          f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}, or copy this file "
                          "out of the run folder to start from it")
+
+
+# What each file of a run folder holds (cluster.runfolder's list), as a refusal names it (walk10 A16: a node's plan
+# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node).
+RUN_FILES = ((r"spec\.yaml", "the spec run {run} started from, as it was"),
+             (r"node-(\d+)\.plan\.json", "node {0}'s plan in run {run}"),
+             (r"node-(\d+)\.log", "node {0}'s output in run {run}"),
+             (r"run\.json", "run {run}'s own record: its command, nodes and exit codes"),
+             (r"goodput\.json", "run {run}'s goodput"), (r"heat\.json", "run {run}'s step-time heat map"),
+             (r"recovery\.json", "run {run}'s recovery record"), (r"stalls\.txt", "run {run}'s stall reports"))
+
+
+def run_file_words(name: str, run: str) -> str:
+    """What the file ``name`` of run ``run`` holds, in a refusal's words (``RUN_FILES``); another file: one of it."""
+    import re
+
+    for pattern, words in RUN_FILES:
+        found = re.fullmatch(pattern, name)
+        if found:
+            return words.format(*found.groups(), run=run)
+    return f"a file of run {run}"
+
+
+# nodeweave's own JSON documents by their schema's name (``{"schema": "nodeweave.NAME/1", ...}``), as a refusal
+# names one given as the spec (walk10 A16: bench's result and doctor's report got one "unknown key" line per key).
+DOCUMENTS = {"bench": "bench's result (bench --json-out)", "doctor": "doctor's report (doctor -o json)",
+             "check": "check's result", "entrypoint": "a node's plan (nodeweave-entrypoint --explain --json)",
+             "runfolder": "a run's record (its run.json)", "goodput": "a run's goodput",
+             "heat": "a run's step-time heat map", "live": "a node's live status (top -o json)",
+             "node": "a node's facts", "run": "a node's record of a run", "hold": "a held node's state",
+             "dashboard": "the dashboard's data"}
+
+
+def refuse_own_document(path: Path, text: str) -> None:
+    """A document nodeweave wrote (its top-level ``schema`` one of nodeweave's) given as the spec: one line naming
+    it as what it is (``DOCUMENTS``), never one "unknown key" line per key of it."""
+    import re
+
+    if not re.search(r"nodeweave\.[\w-]+/\d", text[:MAX_SPEC_BYTES]):
+        return
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError:
+        return
+    schema = data.get("schema") if isinstance(data, dict) else None
+    found = re.fullmatch(r"nodeweave\.([\w-]+)/\d+", schema) if isinstance(schema, str) else None
+    if found is None:
+        return
+    what = DOCUMENTS.get(found.group(1), "a document nodeweave wrote")
+    spec = None if is_stream(path) or is_stdin(path) else spec_above(path)
+    shown = spec and os.path.relpath(spec)
+    raise UsageError(f"{path} is {what}, schema {schema}, not a spec: give the spec itself"
+                     f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml)'}")
 
 
 def run_folder_of(path: Path) -> "Path | None":

@@ -33,7 +33,7 @@ REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts, slurm: the workspac
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
-OVERLAY = typer.Option(None, "--overlay", autocompletion=complete_from("base", "openshift", "rocm"), help="kubernetes: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
+OVERLAY = typer.Option(None, "--overlay", autocompletion=complete_from("base", "openshift", "rocm"), help="kubernetes, up and down only: the folder they apply and delete: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
 SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")
@@ -64,9 +64,15 @@ def reach_options(verb):
     for param in signature.parameters.values():
         params += flags if param.name == "reach" else [param.replace(kind=inspect.Parameter.KEYWORD_ONLY)]
 
+    name = verb.__name__.removesuffix("_command")  # the verb as typed: up_command is `nodeweave up`
+
     @functools.wraps(verb)
     def with_reach(**given):
-        return verb(reach=options(**{name: given.pop(name) for name in names}), **given)
+        from nodeweave.cluster.options import refuse_verb_idle_flags
+
+        reach = options(**{flag: given.pop(flag) for flag in names})
+        refuse_verb_idle_flags(reach, name)  # a flag this verb makes nothing of, whatever the target (walk10 A10)
+        return verb(reach=reach, **given)
 
     with_reach.__signature__ = signature.replace(parameters=params)
     annotations = {k: v for k, v in verb.__annotations__.items() if k != "reach"}

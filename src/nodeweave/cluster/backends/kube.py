@@ -272,8 +272,11 @@ class KubeCluster(Backend):
 
     def judge_tree(self) -> None:
         """A team's own overlay that kustomize refuses: exit 2 before kubectl is asked for the cluster (the rendered
-        folders are nodeweave's: they build)."""
+        folders are nodeweave's: they build). A folder that holds no kustomization is refused first, by the same
+        words whatever this machine has: without kubectl the real up and down said "kubectl is not on PATH" (exit
+        3) where their dry runs refused the folder (walk10 A10)."""
         if self.folder not in FOLDERS:
+            self._resource(self._tree_path() / OVERLAY)
             self._applied("hold")
 
     def _apply_what(self, mode: str) -> str:

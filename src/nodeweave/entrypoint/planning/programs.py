@@ -22,7 +22,7 @@ def launcher_missing(launcher, command, settings, setup_too=False):
     said = f"launcher command execs {program!r}, but {missing}" if launcher == "command" else \
         f"launcher {program!r} not found on PATH"  # running/supervise.resolve's words, where exec finds out
     if "/" in program:
-        return said, EXIT_NOT_EXECUTABLE if os.path.lexists(program) else EXIT_NOT_FOUND
+        return said, EXIT_NOT_EXECUTABLE if os.path.exists(program) else EXIT_NOT_FOUND
     import sys
 
     beside = os.path.join(os.path.dirname(sys.executable), program)
@@ -43,14 +43,13 @@ def _program_missing(program, settings):
     import shutil
 
     if "/" in program:
-        if not os.path.lexists(program):
-            return f"{program} does not exist (on this node, from {os.getcwd()})"
-        if os.path.isfile(program) and not os.access(program, os.X_OK):
-            return f"{program} is not executable (chmod +x, or run it through its interpreter: -- python {program})"
-        return None
+        from ..running.supervise import path_problem  # where exec finds out too (running never imports planning)
+
+        return path_problem(program)
     if shutil.which(program, path=(settings.env or {}).get("PATH")) is not None:
         return None
     if os.path.isfile(program):
         return (f"{program} is a file here, not a program on PATH (exec looks bare names up in PATH: write "
                 f"./{program}, executable, or use launcher torchrun for a training script)")
     return f"{program} is not on PATH"
+

@@ -30,10 +30,13 @@ def _numbers(names):
 
 def resolve(program, path):
     """The launcher's file from PATH, or the entrypoint's error (127 not found, 126 not executable)."""
-    if "/" in program:
-        candidates = [program]
-    else:
-        candidates = [os.path.join(d or ".", program) for d in path.split(os.pathsep)]
+    if "/" in program:  # a path is never looked up in PATH: said as what it is (walk10 A14)
+        problem = path_problem(program)
+        if problem is None:
+            return program
+        raise EntrypointError(f"launcher {program!r} cannot be executed: {problem}",
+                              EXIT_NOT_EXECUTABLE if os.path.exists(program) else EXIT_NOT_FOUND)
+    candidates = [os.path.join(d or ".", program) for d in path.split(os.pathsep)]
     found = [c for c in candidates if os.path.isfile(c)]
     for candidate in found:
         if os.access(candidate, os.X_OK):
@@ -43,6 +46,37 @@ def resolve(program, path):
     raise EntrypointError(
         f"launcher {program!r} not found on PATH ({path}); install it in the image "
         f"or choose another with NODEWEAVE_LAUNCHER", EXIT_NOT_FOUND)
+
+
+def path_problem(program):
+    """Why exec would not start ``program``, a path (it holds a ``/``), or None: it is not there, a link to nothing,
+    no regular file (a folder, a pipe, a device: exec's EACCES, walk10 A14: a folder was said "not found on PATH",
+    which a path is never looked up in), or not executable. The one judgement of a path that the plan and the start
+    (``planning.programs``) and :func:`resolve` share."""
+    try:
+        mode = os.stat(program).st_mode  # a link followed, as exec follows it
+    except OSError:
+        mode = None
+    if mode is None:
+        if os.path.islink(program):
+            return f"{program} is a link to {os.readlink(program)!r}, which does not exist"
+        return f"{program} does not exist (on this node, from {_here()})"
+    import stat
+
+    if not stat.S_ISREG(mode):
+        from ..bounded import file_kind
+
+        return f"{program} is {file_kind(mode)}, not a program"
+    if not os.access(program, os.X_OK):
+        return f"{program} is not executable (chmod +x, or run it through its interpreter: -- python {program})"
+    return None
+
+
+def _here():
+    try:
+        return os.getcwd()
+    except OSError:
+        return "a working directory that no longer exists"
 
 
 def exit_status(wait_status, received):
