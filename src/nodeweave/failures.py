@@ -218,7 +218,7 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     ``.nodeweave/`` (up's cluster record, the render record, the pushed digests) nor inside a run folder under
     ``runs/`` (its run.json, its logs), as written or where links lead; a tab-completed path there replaced
     ``up``'s record with bench's numbers, and ``down`` lost what ``up`` started (walk8 A11). A file directly in
-    ``runs/`` is fine (bench's own default is ``runs/nodeweave-bench.json``), but not a ``spec``: its folder would
+    ``runs/`` is fine (bench's own default is ``runs/<UTC time>-bench.json``), but not a ``spec``: its folder would
     be the workspace, the run folders' store itself (walk8 A12); nor one in a ``runs/`` that is a symbolic link,
     never written through (walk9 A23), the refusal naming the path where the link leads."""
     from nodeweave.jobstate import STATE_DIR

@@ -196,7 +196,7 @@ def option_named(name: str, flag: str, value, ctx=None) -> str:
     return f"{value} (where {ctx.info_name} writes without {flag})"
 
 
-# The output files whose verb makes their missing folders (bench's default is runs/nodeweave-bench.json); every
+# The output files whose verb makes their missing folders (bench's default is runs/<UTC time>-bench.json); every
 # other one's folder must exist, judged before anything runs, so a dry run is refused as its real run would be.
 MAKES_FOLDERS = ("--json-out", "--plot")
 # The output file that is a spec (``init --out``): its folder becomes the workspace, so not even ``runs/`` itself.
