@@ -1,0 +1,87 @@
+"""walk10's rows A15, A24, A25, A27, A28, A29 (issue 43, /work/wt/walk10a-report.md), each fixed as a class and
+walked here over the product's own table where one exists. Each test fails on the code before its fix. No container
+is started.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_run import in_process as run_cli
+from cli_run import one_line
+from team_folder import make_job_folder
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    return make_job_folder(tmp_path, monkeypatch)
+
+
+# -- A24, A25: options typed before the verb ------------------------------------------------------------------------
+
+def attached_short_options():
+    from nodeweave.cli import VERB_OPTIONS_WITH_VALUE
+
+    return [name for name in VERB_OPTIONS_WITH_VALUE if not name.startswith("--")]
+
+
+@pytest.mark.parametrize("option", attached_short_options())
+@pytest.mark.parametrize("words", [["validate"], ["runs", "ls"], ["image", "variants"]])
+def test_an_attached_short_option_before_the_verb_is_the_verbs(option, words):
+    """A24: `nodeweave -ojson validate` was read as the root's own hidden -o and dropped (a table, exit 0); between
+    a group and its sub-verb it was "no such option: -o"."""
+    from nodeweave.cli import verb_options_first
+
+    assert verb_options_first([f"{option}json", *words, "x"]) == [*words, f"{option}json", "x"]
+    if len(words) == 2:
+        assert verb_options_first([words[0], f"{option}json", words[1]]) == [*words, f"{option}json"]
+
+
+def test_an_attached_format_before_the_verb_is_read_and_judged(capsys, job_folder):
+    """A24: `-ojson validate` prints JSON; `-oxml validate` is refused as `validate -oxml` is; `-ojson` alone says
+    no verb follows."""
+    code, out, _ = run_cli(capsys, "-ojson", "validate")
+    assert code == 0 and json.loads(out)["name"]
+    code, out, err = run_cli(capsys, "-oxml", "validate")
+    assert code == 2 and "'xml' is not accepted" in one_line(err)
+    code, _, err = run_cli(capsys, "-ojson")
+    assert code == 2 and "no verb follows" in one_line(err)
+
+
+@pytest.mark.parametrize("argv, fixed", [
+    (["-n", "ml", "run", "--dry-run"], "nodeweave run -n ml --dry-run"),
+    (["--dry-run", "run"], "nodeweave run --dry-run"),
+    (["-t", "kubernetes", "status"], "nodeweave status -t kubernetes"),
+    (["--node", "0", "-o", "json", "hosts", "probe"], "nodeweave hosts probe --node 0 -o json"),
+])
+def test_a_verbs_option_before_the_verb_is_refused_with_where_it_goes(capsys, job_folder, argv, fixed):
+    """A25: `nodeweave -n ml run --dry-run` was "no such option: -n; nodeweave --help lists what is accepted":
+    nothing said it is the verb's option; now the refusal gives the command with it after the verb."""
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and f"`{fixed}`" in line and "not an option of nodeweave itself" in line, line
+
+
+# -- A27: a second bench never replaces the first's result (its default file is one per bench, as run's folders) ---
+
+@pytest.mark.parametrize("there", ["bench.json", "bench.png", "link"])
+def test_a_second_bench_keeps_the_first_result(capsys, job_folder, monkeypatch, there):
+    """A27: the second `bench` replaced runs/nodeweave-bench.json (a baseline lost) and said only "wrote ..."; the
+    default is runs/<UTC time>-bench.json, and a result (or its plot, or a link) of that very second is kept."""
+    import nodeweave.cluster.runfolder as runfolder
+
+    monkeypatch.setattr(runfolder, "utc_stamp", lambda epoch=None: "20261130T120000Z")
+    runs = job_folder / "runs"
+    code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--ops", "all_reduce")
+    assert code == 0, err
+    assert f"{runs}/20261130T120000Z-bench.json" in out, out
+    runs.mkdir()
+    if there == "link":
+        (runs / "20261130T120000Z-bench.json").symlink_to(job_folder / "train.py")
+    else:
+        (runs / f"20261130T120000Z-{there}").write_text("{}\n")
+    code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--ops", "all_reduce")
+    assert code == 0, err
+    assert f"{runs}/20261130T120000Z-bench-2.json" in out, out
