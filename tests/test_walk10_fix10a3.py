@@ -85,3 +85,32 @@ def test_a_second_bench_keeps_the_first_result(capsys, job_folder, monkeypatch, 
     code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--ops", "all_reduce")
     assert code == 0, err
     assert f"{runs}/20261130T120000Z-bench-2.json" in out, out
+
+
+# -- A28: every verb that probes hosts says a Kubernetes API it cannot reach as such, exit 3 -------------------------
+
+API_DOWN = ('exit 1: couldn\'t get current server API group list: Get "http://localhost:8080/api?timeout=32s": dial '
+            'tcp 127.0.0.1:8080: connect: connection refused')
+
+
+@pytest.mark.parametrize("argv", [("init", "--host", "pod:x", "--dry-run"), ("hosts", "probe", "--node", "pod:x")])
+def test_a_kubernetes_api_out_of_reach_is_said_alike_by_every_prober(capsys, tmp_path, monkeypatch, argv):
+    """A28: `init --host pod:x` said "1 of 1 host(s) did not answer: pod:x: exit 1: couldn't get current server API
+    group list", exit 1, as if the pod were down, where `hosts probe --node pod:x` says the API cannot be reached,
+    exit 3, with the kubeconfig hint."""
+    import nodeweave.hosts as hosts
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "kubectl").write_text("#!/bin/sh\nexit 1\n")
+    (tools / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(hosts, "probe_hosts", lambda targets, **_: [
+        hosts.HostReport(target, "unreachable", error=API_DOWN) for target in targets])
+    code, _, err = run_cli(capsys, *argv)
+    last = err.strip().splitlines()[-1]
+    assert code == EXIT_ENVIRONMENT, err
+    assert "the Kubernetes API cannot be reached" in last and "kubectl config current-context" in last, last

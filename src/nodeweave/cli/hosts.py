@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.nodes import checked_selectors
 from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option, tell
-from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.errors import EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.table import Table
@@ -103,15 +102,11 @@ def probe_command(
             typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if hostfile is not None:
         _write(hostfile, reports, force, vendor)
-    bad = [r for r in reports if r.status in ("unreachable", "error")]
-    from nodeweave.failures import NO_CONTEXT_FLAG_HINT, api_cut_off
+    from nodeweave.hosts import unanswered
 
-    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", NO_CONTEXT_FLAG_HINT)
-    if cut_off is not None and len(bad) == len(reports):  # one cause, said once, exit 3 (walk9 A8)
-        raise cut_off
-    if bad:
-        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
-                             + ranges(r.target.label for r in bad))
+    problem = unanswered(reports)  # one cause, said once, exit 3 (walk9 A8); init --host says it alike
+    if problem is not None:
+        raise problem
 
 
 def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") -> "list[str]":

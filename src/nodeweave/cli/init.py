@@ -89,10 +89,11 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
                for h in hosts]
     need_tool(targets[0].tool, f"init --host {targets[0].label} reaches the hosts with it")
     reports = probe_hosts(targets)
-    bad = [r for r in reports if r.status in ("unreachable", "error")]
-    if bad:
-        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
-                             + "; ".join(f"{r.target.label}: {r.error}" for r in bad))
+    from nodeweave.hosts import unanswered
+
+    problem = unanswered(reports, detail=True)  # as hosts probe answers (walk10 A28)
+    if problem is not None:
+        raise problem
     vendors = sorted({r.vendor for r in reports})
     if len(vendors) > 1:
         raise UsageError("the hosts mix GPU vendors (" + "; ".join(f"{r.target.label}: {r.vendor}" for r in reports)
