@@ -114,3 +114,61 @@ def test_a_kubernetes_api_out_of_reach_is_said_alike_by_every_prober(capsys, tmp
     last = err.strip().splitlines()[-1]
     assert code == EXIT_ENVIRONMENT, err
     assert "the Kubernetes API cannot be reached" in last and "kubectl config current-context" in last, last
+
+
+# -- A29: a pod's address as nodeweave prints it is read back wherever an address is read ---------------------------
+
+def namespaced_kinds():
+    from nodeweave.remote import TRANSPORTS
+
+    return [cls for cls in TRANSPORTS if cls.namespaced]
+
+
+@pytest.mark.parametrize("cls", namespaced_kinds(), ids=lambda cls: cls.kind)
+@pytest.mark.parametrize("namespace, container", [("ml", None), (None, "trainer"), ("ml", "trainer")])
+def test_every_printed_pod_address_is_read_back(cls, namespace, container):
+    """A29: `pod:default/yjob-1[trainer]`, the label every plan prints, was "pod name 'default/yjob-1[trainer]' is
+    not accepted" where an address is read; it is the pod, its namespace and container."""
+    from nodeweave.remote import parse_target
+
+    printed = cls.make("llama-0", namespace=namespace, container=container)
+    read = parse_target(f"{cls.kind}:{printed.label.partition(':')[2]}")
+    assert (read.name, read.namespace, read.container) == ("llama-0", namespace, container)
+    assert read.label == printed.label
+
+
+def test_a_pod_address_disagreeing_with_n_is_refused(capsys, job_folder):
+    """A29: the namespace in the address and -n must agree: one line naming both."""
+    code, _, err = run_cli(capsys, "hosts", "probe", "--node", "pod:default/yjob-1", "-n", "ml", "--dry-run")
+    line = one_line(err)
+    assert code == 2 and "'default'" in line and "'ml'" in line, line
+
+
+@pytest.mark.parametrize("argv", [("hosts", "probe", "--node"), ("init", "--host")])
+@pytest.mark.parametrize("address, extra", [("pod:ml/llama-0[trainer]", ()),
+                                            ("pod:llama-0", ("-n", "ml", "-c", "trainer", "--kube-context", "prod"))])
+def test_every_prober_reads_a_pods_namespace_container_and_context(capsys, tmp_path, monkeypatch, argv, address, extra):
+    """A29: `init --host pod:llama-0 -n ml` was "no such option: -n" (init probed the current context's namespace
+    only) and `init --host pod:ml/llama-0` a refused pod name; init and hosts probe read both, and --kube-context."""
+    import nodeweave.hosts as hosts
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "kubectl").write_text("#!/bin/sh\nexit 1\n")
+    (tools / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    seen = []
+
+    def probe(targets, **_):
+        seen.extend(targets)
+        return [hosts.HostReport(target, "unreachable", error="exit 1: pods \"llama-0\" not found") for target in targets]
+
+    monkeypatch.setattr(hosts, "probe_hosts", probe)
+    code, _, err = run_cli(capsys, *argv, address, *extra)
+    assert code == 1 and "did not answer" in err, err
+    (target,) = seen
+    assert (target.name, target.namespace, target.container) == ("llama-0", "ml", "trainer")
+    if extra:
+        assert target.options.kube_context == "prod"

@@ -78,7 +78,8 @@ def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
-KUBE_CONTEXT_HINT = "check the kubeconfig context (--kube-context) and that the cluster answers (`kubectl get pods`)"
+KUBE_CONTEXT_HINT = ("check the kubeconfig context (`kubectl config current-context`, or pass --kube-context) and that "
+                     "the cluster answers (`kubectl get pods`)")
 NO_CONTEXT_FLAG_HINT = ("check the kubeconfig context (`kubectl config current-context`; KUBECONFIG names the "
                         "kubeconfig) and that the cluster answers (`kubectl get pods`)")
 

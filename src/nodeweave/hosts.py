@@ -157,10 +157,10 @@ def unanswered(reports: "list", detail: bool = False) -> "Exception | None":
     else ``N of M host(s) did not answer``, exit 1, with each host's error where ``detail`` (none printed them
     before). None: every host answered."""
     from nodeweave.errors import NodeweaveError
-    from nodeweave.failures import NO_CONTEXT_FLAG_HINT, api_cut_off
+    from nodeweave.failures import KUBE_CONTEXT_HINT, api_cut_off
 
     bad = [r for r in reports if r.status in ("unreachable", "error")]
-    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", NO_CONTEXT_FLAG_HINT)
+    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", KUBE_CONTEXT_HINT)
     if cut_off is not None and len(bad) == len(reports):
         return cut_off
     if not bad:

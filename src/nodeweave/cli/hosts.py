@@ -42,6 +42,8 @@ def probe_command(
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--node pod:NAME, oc:NAME)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
+    kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context of the pods (--node "
+                                               "pod:NAME, oc:NAME), as sync and init --host read it"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else "
@@ -69,8 +71,8 @@ def probe_command(
     from nodeweave.cli.habits.reachkinds import kinds_named
 
     _refuse_idle_flags(kinds_named(words, via or "ssh", hosts_file is not None), force, write_hostfile or old_hostfile,
-                       namespace, container, ssh_option)
-    found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option)
+                       namespace, container, ssh_option, kube_context)
+    found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option, kube_context)
     if master is not None:
         from nodeweave.remote import check_ssh_host
 
@@ -128,13 +130,13 @@ def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") ->
 
 
 def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace: "str | None",
-             container: "str | None", ssh_option: "list[str]") -> list:
+             container: "str | None", ssh_option: "list[str]", kube_context: "str | None" = None) -> list:
     from nodeweave import remote
     from nodeweave.remote.discover import read_hosts_file
 
     via = remote.kind_class(via, "--via").kind
     where = dict(namespace=namespace, container=container,
-                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option)))
+                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
     found = [remote.parse_target(h, **where) if ":" in h else remote.make_target(via, h, **where)
              for h in hosts]
     if hosts_file is not None:
@@ -146,7 +148,7 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
 
 
 def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namespace: "str | None",
-                       container: "str | None", ssh_option: "list[str]") -> None:
+                       container: "str | None", ssh_option: "list[str]", kube_context: "str | None" = None) -> None:
     """A flag that does nothing for these hosts is refused, exit 2, before any is reached (README), and before
     its value is judged or the hosts file read (walk5 W18): --force without a hostfile to replace,
     --namespace/--container with no pod among them, --ssh-option with no ssh (``kinds``: the hosts' transport
@@ -156,7 +158,8 @@ def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namesp
     if force and hostfile is None:
         raise UsageError("--force does nothing without --write-hostfile (it replaces an existing hostfile): "
                          "leave it out, or give --write-hostfile FILE")
-    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option)
+    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option,
+                                kube_context=kube_context)
 
 
 def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path | None":
