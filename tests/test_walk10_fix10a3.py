@@ -172,3 +172,44 @@ def test_every_prober_reads_a_pods_namespace_container_and_context(capsys, tmp_p
     assert (target.name, target.namespace, target.container) == ("llama-0", "ml", "trainer")
     if extra:
         assert target.options.kube_context == "prod"
+
+
+# -- A15: every fixed choice completes: a comma list's next item, and every target the verbs take -------------------
+
+def completed(cwd, line: str) -> "list[str]":
+    import cli_run
+
+    env = {"PATH": "/usr/bin:/bin", "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": line,
+           "COMP_CWORD": str(len(line.split(" ")) - 1)}
+    return cli_run.run(cli_run.PROGRAM, env=env, cwd=cwd, timeout=60).stdout.split()
+
+
+def ops_lines():
+    from nodeweave.bench.options import OPS
+
+    return [("nodeweave bench --ops ", [*OPS, "all"]), (f"nodeweave bench --ops {OPS[0]},",
+                                                        [f"{OPS[0]},{op}" for op in OPS[1:]])]
+
+
+def target_lines():
+    from nodeweave.cluster.options import TARGETS
+
+    return [(f"nodeweave {verb} --target ", [*TARGETS[:3], "openshift", *TARGETS[3:]]) for verb in ("up", "run")] + [
+        ("nodeweave image build --target ", ["local", "openshift"])]
+
+
+@pytest.mark.parametrize("line, offered", ops_lines() + target_lines())
+def test_every_fixed_choice_completes(tmp_path, line, offered):
+    """A15: `bench --ops <TAB>` completed nothing (nor the comma list's next item), `--target <TAB>` left out
+    openshift, which the verbs take and README uses, and `image build --target <TAB>` completed nothing."""
+    assert completed(tmp_path, line) == offered
+
+
+def test_the_targets_help_names_every_target_it_completes():
+    """A15: `run --help`'s --target text named four targets while `-t openshift` is taken."""
+    from nodeweave.cli.habits.clusteropts import TARGET
+
+    choices = TARGET.autocompletion.choices
+    assert "openshift" in choices
+    for name in choices:
+        assert f"{name} (" in TARGET.help, name

@@ -16,7 +16,7 @@ import typer
 
 from nodeweave.cli.habits.coercion import seconds_option
 
-from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
+from nodeweave.cli.habits.output import complete_comma_list, complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
@@ -46,6 +46,7 @@ def bench(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
                                         "(default 1K:1G on GPUs, 1K:64M on CPU)"),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
+                            autocompletion=complete_comma_list("all_reduce", "all_gather", "reduce_scatter", alone=("all",)),
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
     iters: int = typer.Option(20, "--iters", min=1, help="timed iterations per size"),
     warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
