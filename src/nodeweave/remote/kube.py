@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
 from nodeweave.remote.names import check_dns_label, check_pod_name, refuse
+from nodeweave.errors import UsageError
 
 RSH_MARK = "::"  # separates the wrapper's fixed argv from what rsync appends
 
@@ -43,11 +44,20 @@ class KubeExec(Remote):
         from a plan was "pod name ... is not accepted"), read back as the name, its namespace and container; one
         also given as -n/-c must agree with it. Each part is judged after, as -n's and -c's are."""
         rest, bracket, tail = name.partition("[")
-        if bracket:
-            if not tail.endswith("]"):
-                raise refuse("pod address", name, "NAME, NAMESPACE/NAME or NAMESPACE/NAME[CONTAINER]")
-            container = cls._agreed(container, tail[:-1], "container", "-c/--container", name)
         space, slash, pod = rest.partition("/")
+        if not (bracket or slash):
+            return name, namespace, container
+        form = "NAME, NAMESPACE/NAME or NAMESPACE/NAME[CONTAINER]"
+        if bracket and not tail.endswith("]"):
+            raise refuse("pod address", name, form)
+        try:  # each part judged as -n's, -c's and a pod name are; the refusal names the address as typed
+            check_pod_name(pod if slash else rest)
+            for part, what in ([(space, "namespace")] if slash else []) + ([(tail[:-1], "container")] if bracket else []):
+                check_dns_label(part, what)
+        except UsageError as err:
+            raise refuse("pod address", name, f"{form}, each part a DNS name ({err})") from None
+        if bracket:
+            container = cls._agreed(container, tail[:-1], "container", "-c/--container", name)
         if slash:
             namespace = cls._agreed(namespace, space, "namespace", "-n/--namespace", name)
             rest = pod
