@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.nodes import checked_selectors
 from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option, tell
 from nodeweave.errors import EnvironmentProblem, UsageError
@@ -42,8 +43,7 @@ def probe_command(
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--node pod:NAME, oc:NAME)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
-    kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context of the pods (--node "
-                                               "pod:NAME, oc:NAME), as sync and init --host read it"),
+    kube_context: Optional[str] = KUBE_CONTEXT,  # the one declaration (habits/clusteropts.py)
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else "

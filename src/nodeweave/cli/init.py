@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -130,8 +131,7 @@ def init(
                                             "oc:NAME; or --host pod:NAMESPACE/NAME), as hosts probe reads it"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--host pod:NAME, "
                                             "oc:NAME; or --host pod:NAME[CONTAINER])"),
-    kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context of the pods "
-                                               "(--host pod:NAME, oc:NAME)"),
+    kube_context: Optional[str] = KUBE_CONTEXT,  # the one declaration (habits/clusteropts.py)
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
