@@ -391,7 +391,7 @@ def test_bench_dry_run_prints_every_launch_and_starts_none(capsys, job_folder):
     code, out, err = run_cli(capsys, "bench", "--nproc", "2", "--sweep", "GLOO_SOCKET_IFNAME=lo,eth0", "--dry-run")
     assert code == 0, err
     assert "# 3 launch(es) on this node" in out and out.count("-m nodeweave.entrypoint --") == 3, out
-    assert "GLOO_SOCKET_IFNAME=eth0" in out and "/runs/nodeweave-bench.json" in out, out  # beside the spec, said whole (walk9 A11)
+    assert "GLOO_SOCKET_IFNAME=eth0" in out and re.search(r"/runs/\d{8}T\d{6}Z-bench\.json", out), out  # beside the spec, said whole (walk9 A11)
     assert not (job_folder / "runs").exists()
     code, out, _ = run_cli(capsys, "bench", "--nproc", "2", "--dry-run", "-o", "json")
     assert code == 0 and [p["kind"] for p in json.loads(out)["phases"]] == ["commands", "files"]

@@ -105,7 +105,7 @@ def _state(folder: Path) -> "dict[str, str]":
     made = {".nodeweave/team/job-token": "the check-in token", ".nodeweave/team/up.log": "a state file",
             ".nodeweave/rendered.json": "the render record", "out/.nodeweave/rendered.json": "another --out's record",
             "runs/20261129T200000Z-team/node-0.log": "a run's log", "runs/20261129T200000Z-team/run.json": "a run",
-            "runs/nodeweave-bench.json": "bench's report"}
+            "runs/20261129T200000Z-bench.json": "bench's report"}
     for rel in made:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text("x\n")

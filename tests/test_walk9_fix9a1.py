@@ -3,6 +3,8 @@ each failing on the code before its fix; each test's docstring starts with the r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cli_run import in_process as run_cli, leaves, one_line
@@ -167,7 +169,7 @@ def test_bench_writes_its_default_result_in_the_specs_runs(capsys, team, monkeyp
     monkeypatch.chdir(team / "src")
     code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--ops", "all_reduce")
     assert code == 0, err
-    assert f"{team}/runs/nodeweave-bench.json" in out and "src/runs" not in out
+    assert re.search(rf"{team}/runs/\d{{8}}T\d{{6}}Z-bench\.json", out) and "src/runs" not in out  # walk10 A27
     assert not (team / "src" / "runs").exists()
 
 

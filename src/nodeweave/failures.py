@@ -78,7 +78,8 @@ def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
-KUBE_CONTEXT_HINT = "check the kubeconfig context (--kube-context) and that the cluster answers (`kubectl get pods`)"
+KUBE_CONTEXT_HINT = ("check the kubeconfig context (`kubectl config current-context`, or pass --kube-context) and that "
+                     "the cluster answers (`kubectl get pods`)")
 NO_CONTEXT_FLAG_HINT = ("check the kubeconfig context (`kubectl config current-context`; KUBECONFIG names the "
                         "kubeconfig) and that the cluster answers (`kubectl get pods`)")
 
@@ -237,7 +238,7 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     ``.nodeweave/`` (up's cluster record, the render record, the pushed digests) nor inside a run folder under
     ``runs/`` (its run.json, its logs), as written or where links lead; a tab-completed path there replaced
     ``up``'s record with bench's numbers, and ``down`` lost what ``up`` started (walk8 A11). A file directly in
-    ``runs/`` is fine (bench's own default is ``runs/nodeweave-bench.json``), but not a ``spec``: its folder would
+    ``runs/`` is fine (bench's own default is ``runs/<UTC time>-bench.json``), but not a ``spec``: its folder would
     be the workspace, the run folders' store itself (walk8 A12); nor one in a ``runs/`` that is a symbolic link,
     never written through (walk9 A23), the refusal naming the path where the link leads."""
     from nodeweave.jobstate import STATE_DIR

@@ -150,6 +150,25 @@ def probe_host(target: Remote, payload: bytes, master: "str | None", timeout: fl
     return report
 
 
+def unanswered(reports: "list", detail: bool = False) -> "Exception | None":
+    """The one answer of every verb that probes hosts (``hosts probe``, ``init --host``) when some did not answer:
+    the Kubernetes API cut off for every pod is said as such, exit 3, with how to pick another context (walk9 A8;
+    walk10 A28: init said "pod:x: exit 1: couldn't get current server API group list", as if the pod were down);
+    else ``N of M host(s) did not answer``, exit 1, with each host's error where ``detail`` (none printed them
+    before). None: every host answered."""
+    from nodeweave.errors import NodeweaveError
+    from nodeweave.failures import KUBE_CONTEXT_HINT, api_cut_off
+
+    bad = [r for r in reports if r.status in ("unreachable", "error")]
+    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", KUBE_CONTEXT_HINT)
+    if cut_off is not None and len(bad) == len(reports):
+        return cut_off
+    if not bad:
+        return None
+    named = "; ".join(f"{r.target.label}: {r.error}" for r in bad) if detail else ranges(r.target.label for r in bad)
+    return NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: {named}")
+
+
 def probe_hosts(targets: "list[Remote]", *, master: "str | None" = None,
                 jobs: int = 16) -> "list[HostReport]":
     """Probe every host in parallel; reports in the given order (master first).

@@ -243,6 +243,7 @@ def verb_options_first(argv: "list[str]") -> "list[str]":
     """``-o json status`` as ``status -o json``, and ``runs -o json ls`` as ``runs ls -o json``: the verb's own
     options, typed before it or between a group and its sub-verb, moved after it."""
     argv = _leading_options_moved(argv)
+    verb_option_typed_first(argv)
     if argv[:1] and argv[0] in GROUPS:
         group_end = 1
         while group_end < len(argv) and argv[group_end] in GROUPS[argv[0]]:
@@ -265,7 +266,7 @@ def _leading_options_moved(argv: "list[str]") -> "list[str]":
     moved, index, valueless = [], 0, False
     while index < len(argv):
         word = argv[index]
-        name = word.split("=", 1)[0]
+        name = _option_name(word)
         if name in VERB_OPTIONS_WITH_VALUE and "=" not in word and word in VERB_OPTIONS_WITH_VALUE:
             if index + 1 >= len(argv):
                 moved.append(word)  # `nodeweave -o`: no value, and no verb
@@ -292,6 +293,47 @@ def _leading_options_moved(argv: "list[str]") -> "list[str]":
     while verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[index], ()):  # `runs ls`, `image build`
         verb_end += 1
     return [*argv[index:verb_end], *moved, *argv[verb_end:]]
+
+
+def _option_name(word: str) -> str:
+    """The option a word names: ``--output=json`` and ``-o=json`` name theirs, and so does a short option with its
+    value attached, ``-ojson`` (click's and kubectl's attached form; walk10 A24: before the verb it was read as
+    the root's own hidden ``-o`` and dropped)."""
+    name = word.split("=", 1)[0]
+    if not word.startswith("--") and len(name) > 2 and name[:2] in VERB_OPTIONS_WITH_VALUE:
+        return name[:2]
+    return name
+
+
+# Options of the program itself: the only ones that stay before the verb.
+ROOT_OPTIONS = ("--version", "--help", "-h")
+
+
+def verb_option_typed_first(argv: "list[str]") -> None:
+    """Refuse an option of a verb typed before it (``nodeweave -n ml run --dry-run``, walk10 A25), naming where it
+    goes, where a verb follows; the root knew only its own options and answered "no such option: -n". The options
+    every verb reads the same way (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) are moved, not refused
+    (``verb_options_first``)."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ROOT_OPTIONS or argv[0] == "-":
+        return
+    verb_at = next((i for i, word in enumerate(argv) if word in VERBS), None)
+    if verb_at is None or any(word in ROOT_OPTIONS for word in argv[:verb_at]):
+        return
+    verb_end = verb_at + 1
+    while verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[verb_at], ()):
+        verb_end += 1
+    typed = argv[:verb_at]
+    verb = " ".join(argv[verb_at:verb_end])
+    example = " ".join(shlex_quote(word) for word in ["nodeweave", *argv[verb_at:verb_end], *typed, *argv[verb_end:]])
+    raise UsageError(f"{typed[0]} is not an option of nodeweave itself: a verb's options go after the verb (only "
+                     f"-o/--output, --spec and --json may come before it); accepted: `{example}` "
+                     f"(`nodeweave {verb} --help` lists {verb}'s options)")
+
+
+def shlex_quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
 
 
 # Verbs that are groups, and their sub-verbs: options typed before the group go after the sub-verb.

@@ -16,14 +16,29 @@ import typer
 
 from nodeweave.cli.habits.coercion import seconds_option
 
-from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
+from nodeweave.cli.habits.output import complete_comma_list, complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
 # Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
 # not loose in whatever folder the command ran from.
-DEFAULT_JSON_NAME = "nodeweave-bench.json"  # in runs/ beside the nearest spec, as every verb's runs (walk9 A11)
+# In runs/ beside the nearest spec, as every verb's runs (walk9 A11), one file per bench as run keeps one folder per
+# run: a second bench never replaces the first's numbers (a baseline; walk10 A27). The plot beside it shares its stem.
+DEFAULT_JSON_NAME = "<UTC time>-bench.json"
+
+
+def default_json_path(parent: Path) -> Path:
+    """``parent/<UTC time>-bench.json``, ``-2``, ``-3``... where a bench of that second (or its plot) is there."""
+    from nodeweave.cluster.runfolder import utc_stamp
+
+    stamp = utc_stamp()
+    for n in range(1, 1000):
+        stem = f"{stamp}-bench" if n == 1 else f"{stamp}-bench-{n}"
+        path = parent / f"{stem}.json"
+        if not any(os.path.lexists(path.with_suffix(suffix)) for suffix in (".json", ".png")):
+            return path
+    raise UsageError(f"{parent}: a thousand bench results of {stamp} are there already; give --json-out PATH")
 
 
 def bench(
@@ -31,6 +46,7 @@ def bench(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
                                         "(default 1K:1G on GPUs, 1K:64M on CPU)"),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
+                            autocompletion=complete_comma_list("all_reduce", "all_gather", "reduce_scatter", alone=("all",)),
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
     iters: int = typer.Option(20, "--iters", min=1, help="timed iterations per size"),
     warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
@@ -46,7 +62,8 @@ def bench(
     output: str = output_option(),
     json_path: Optional[Path] = typer.Option(None, "--json-out", callback=output_file, show_default=False,
                                    help=f"where to write every number, a .json file (default: runs/{DEFAULT_JSON_NAME} "
-                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here) (long form "
+                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here; one file per bench, "
+                                   "so an earlier result is kept) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
@@ -95,7 +112,7 @@ def bench(
         parent = spec_folder(spec_here) / RUNS
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
             parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
-        json_path = Path(os.path.abspath(parent / DEFAULT_JSON_NAME))
+        json_path = default_json_path(Path(os.path.abspath(parent)))
         from nodeweave.cli.habits.output import file_to_write_problem
 
         problem = file_to_write_problem(json_path, "--json-out")  # the rules --json-out's callback applies

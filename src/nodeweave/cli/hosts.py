@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.nodes import checked_selectors
 from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option, tell
-from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.errors import EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.table import Table
@@ -43,6 +43,7 @@ def probe_command(
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--node pod:NAME, oc:NAME)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
+    kube_context: Optional[str] = KUBE_CONTEXT,  # the one declaration (habits/clusteropts.py)
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else "
@@ -70,8 +71,8 @@ def probe_command(
     from nodeweave.cli.habits.reachkinds import kinds_named
 
     _refuse_idle_flags(kinds_named(words, via or "ssh", hosts_file is not None), force, write_hostfile or old_hostfile,
-                       namespace, container, ssh_option)
-    found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option)
+                       namespace, container, ssh_option, kube_context)
+    found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option, kube_context)
     if master is not None:
         from nodeweave.remote import check_ssh_host
 
@@ -103,15 +104,11 @@ def probe_command(
             typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if hostfile is not None:
         _write(hostfile, reports, force, vendor)
-    bad = [r for r in reports if r.status in ("unreachable", "error")]
-    from nodeweave.failures import NO_CONTEXT_FLAG_HINT, api_cut_off
+    from nodeweave.hosts import unanswered
 
-    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", NO_CONTEXT_FLAG_HINT)
-    if cut_off is not None and len(bad) == len(reports):  # one cause, said once, exit 3 (walk9 A8)
-        raise cut_off
-    if bad:
-        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
-                             + ranges(r.target.label for r in bad))
+    problem = unanswered(reports)  # one cause, said once, exit 3 (walk9 A8); init --host says it alike
+    if problem is not None:
+        raise problem
 
 
 def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") -> "list[str]":
@@ -133,13 +130,13 @@ def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") ->
 
 
 def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace: "str | None",
-             container: "str | None", ssh_option: "list[str]") -> list:
+             container: "str | None", ssh_option: "list[str]", kube_context: "str | None" = None) -> list:
     from nodeweave import remote
     from nodeweave.remote.discover import read_hosts_file
 
     via = remote.kind_class(via, "--via").kind
     where = dict(namespace=namespace, container=container,
-                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option)))
+                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
     found = [remote.parse_target(h, **where) if ":" in h else remote.make_target(via, h, **where)
              for h in hosts]
     if hosts_file is not None:
@@ -151,7 +148,7 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
 
 
 def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namespace: "str | None",
-                       container: "str | None", ssh_option: "list[str]") -> None:
+                       container: "str | None", ssh_option: "list[str]", kube_context: "str | None" = None) -> None:
     """A flag that does nothing for these hosts is refused, exit 2, before any is reached (README), and before
     its value is judged or the hosts file read (walk5 W18): --force without a hostfile to replace,
     --namespace/--container with no pod among them, --ssh-option with no ssh (``kinds``: the hosts' transport
@@ -161,7 +158,8 @@ def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namesp
     if force and hostfile is None:
         raise UsageError("--force does nothing without --write-hostfile (it replaces an existing hostfile): "
                          "leave it out, or give --write-hostfile FILE")
-    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option)
+    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option,
+                                kube_context=kube_context)
 
 
 def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path | None":

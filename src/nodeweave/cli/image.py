@@ -127,7 +127,7 @@ def build(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan: the build's and pushes' commands, the "
                                  "ones a real build runs (-o json: as JSON); build nothing"),
-    target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
+    target: str = typer.Option("local", "--target", "-t", autocompletion=complete_from("local", "openshift"), help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait; it builds from the spec, so --base, --tag, --build-arg, "
                                "--wheelhouse, --offline, --network, --engine, --no-cache and --push (its build always lands "

@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -77,22 +78,29 @@ def seen_here(sysroot: Path) -> Seen:
                 node.gpus.count, node.gpus.model or "", tuple(p.name for p in node.nics if p.active))
 
 
-def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
-    """Every host probed at once (``hosts probe``); all must answer and share one GPU vendor."""
+def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: Optional[str] = None,
+                  container: Optional[str] = None, kube_context: Optional[str] = None) -> Seen:
+    """Every host probed at once (``hosts probe``); all must answer and share one GPU vendor. A pod's namespace,
+    container and kubeconfig context are read as ``hosts probe`` and ``sync`` read them (walk10 A29)."""
     from nodeweave import remote
     from nodeweave.failures import need_tool
     from nodeweave.hosts import probe_hosts
 
     kind = remote.kind_class(via, "--via").kind
-    options = remote.RemoteOptions(ssh_options=tuple(ssh_option))
-    targets = [remote.parse_target(h, options=options) if ":" in h else remote.make_target(kind, h, options=options)
-               for h in hosts]
+    options = remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
+    where = dict(namespace=namespace, container=container, options=options)
+    targets = [remote.parse_target(h, **where) if ":" in h else remote.make_target(kind, h, **where) for h in hosts]
+    from nodeweave.cli.habits.reachkinds import refuse_idle_transport_flags
+
+    refuse_idle_transport_flags([type(t) for t in targets], "hosts", namespace=namespace, container=container,
+                                kube_context=kube_context)
     need_tool(targets[0].tool, f"init --host {targets[0].label} reaches the hosts with it")
     reports = probe_hosts(targets)
-    bad = [r for r in reports if r.status in ("unreachable", "error")]
-    if bad:
-        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
-                             + "; ".join(f"{r.target.label}: {r.error}" for r in bad))
+    from nodeweave.hosts import unanswered
+
+    problem = unanswered(reports, detail=True)  # as hosts probe answers (walk10 A28)
+    if problem is not None:
+        raise problem
     vendors = sorted({r.vendor for r in reports})
     if len(vendors) > 1:
         raise UsageError("the hosts mix GPU vendors (" + "; ".join(f"{r.target.label}: {r.vendor}" for r in reports)
@@ -119,6 +127,11 @@ def init(
                                    "address KIND:NAME, e.g. podman:trainer-0, probes through that container)"),
     via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --host KIND:NAME"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--host pod:NAME, "
+                                            "oc:NAME; or --host pod:NAMESPACE/NAME), as hosts probe reads it"),
+    container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--host pod:NAME, "
+                                            "oc:NAME; or --host pod:NAME[CONTAINER])"),
+    kube_context: Optional[str] = KUBE_CONTEXT,  # the one declaration (habits/clusteropts.py)
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
@@ -133,6 +146,11 @@ def init(
     from nodeweave.specpath import spec_folder
 
     refuse_idle_flags(host, ssh_option, via, _given(ctx, "sysroot"))
+    if not host:
+        for flag, value in (("--namespace", namespace), ("--container", container), ("--kube-context", kube_context)):
+            if value is not None:
+                raise UsageError(f"{flag} {value} does nothing without --host: init probes this machine; give "
+                                 f"--host pod:NAME too, or leave {flag} out")
     script, script_found = script_here(spec_folder(path), script, _given(ctx, "script"))
     if _given(ctx, "script"):  # a default train.py the folder lacks is named by script_here's note, not refused
         refuse_a_near_miss(spec_folder(path), script, launcher, force)
@@ -148,7 +166,8 @@ def init(
     refuse_replacing(path, script, force, out_named)  # before probing; a dry run refuses what its real run would (README)
     refuse_splitting(path, force)
     refuse_beside_another_spelling(path, force)
-    seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
+    seen = (seen_on_hosts(host, via or "ssh", ssh_option, namespace, container, kube_context) if host
+            else seen_here(sysroot))
     derived, name_note = folder_job_name(Path.cwd())
     arguments = (seen, name or derived, len(seen.hosts) or nodes, script, launcher)
     text, notes = spec_text(*arguments, requirements=REQUIREMENTS), [script_found, None if name else name_note]

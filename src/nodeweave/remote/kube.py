@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
-from nodeweave.remote.names import check_dns_label, check_pod_name
+from nodeweave.remote.names import check_dns_label, check_pod_name, refuse
+from nodeweave.errors import UsageError
 
 RSH_MARK = "::"  # separates the wrapper's fixed argv from what rsync appends
 
@@ -29,12 +30,45 @@ class KubeExec(Remote):
     @classmethod
     def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
              options: RemoteOptions = RemoteOptions()) -> "KubeExec":
+        name, namespace, container = cls.read_label(name, namespace, container)
         check_pod_name(name)
         if namespace is not None:
             check_dns_label(namespace, "namespace")
         if container is not None:
             check_dns_label(container, "container")
         return cls(name, options, namespace, container)
+
+    @classmethod
+    def read_label(cls, name: str, namespace: "str | None", container: "str | None") -> "tuple":
+        """``NS/NAME[CONTAINER]``, the form ``label`` prints (walk10 A29: `pod:default/yjob-1[trainer]` pasted back
+        from a plan was "pod name ... is not accepted"), read back as the name, its namespace and container; one
+        also given as -n/-c must agree with it. Each part is judged after, as -n's and -c's are."""
+        rest, bracket, tail = name.partition("[")
+        space, slash, pod = rest.partition("/")
+        if not (bracket or slash):
+            return name, namespace, container
+        form = "NAME, NAMESPACE/NAME or NAMESPACE/NAME[CONTAINER]"
+        if bracket and not tail.endswith("]"):
+            raise refuse("pod address", name, form)
+        try:  # each part judged as -n's, -c's and a pod name are; the refusal names the address as typed
+            check_pod_name(pod if slash else rest)
+            for part, what in ([(space, "namespace")] if slash else []) + ([(tail[:-1], "container")] if bracket else []):
+                check_dns_label(part, what)
+        except UsageError as err:
+            raise refuse("pod address", name, f"{form}, each part a DNS name ({err})") from None
+        if bracket:
+            container = cls._agreed(container, tail[:-1], "container", "-c/--container", name)
+        if slash:
+            namespace = cls._agreed(namespace, space, "namespace", "-n/--namespace", name)
+            rest = pod
+        return rest, namespace, container
+
+    @staticmethod
+    def _agreed(given: "str | None", typed: str, what: str, option: str, name: str) -> str:
+        if given is not None and given != typed:
+            raise refuse(f"pod address's {what}", typed, f"the {what} these pods are read in, {given!r} ({option}, "
+                         "or the spec's), or the address without it")
+        return typed
 
     @property
     def label(self) -> str:

@@ -20,8 +20,10 @@ from nodeweave.cli.habits.base import spec_option
 from nodeweave.cli.habits.output import complete_from
 
 SPEC = spec_option()
-TARGET = typer.Option(None, "--target", "-t", autocompletion=complete_from("local", "hosts", "kubernetes", "slurm"),
-                      help="local (.nodeweave/<job>/compose.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
+TARGET = typer.Option(None, "--target", "-t",
+                      autocompletion=complete_from("local", "hosts", "kubernetes", "openshift", "slurm"),
+                      help="local (.nodeweave/<job>/compose.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), "
+                           "openshift (kubernetes through oc, with the openshift overlay), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host (or the spec's hosts), else kubernetes for an "
                            "OpenShift spec (kubernetes.openshift or .build), else local")
 ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"),

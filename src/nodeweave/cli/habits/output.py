@@ -49,6 +49,19 @@ def complete_from(*values: str):
     return complete
 
 
+def complete_comma_list(*values: str, alone: "tuple[str, ...]" = ()):
+    """A shell completion for a comma list of fixed items (``bench --ops all_reduce,<TAB>``, walk10 A15): the list
+    typed so far with each item not in it yet that starts with what follows the last comma; ``alone``: words that
+    stand for the whole list (``all``), offered only as the first item."""
+    def complete(incomplete: str):
+        head, comma, last = incomplete.rpartition(",")
+        given = head.split(",") if comma else []
+        offered = values if comma else (*values, *alone)
+        return [f"{head}{comma}{value}" for value in offered if value.startswith(last) and value not in given]
+    complete.choices = (*values, *alone)
+    return complete
+
+
 def complete_variants(incomplete: str):
     """A shell completion for an image variant: the catalogue's keys (`nodeweave image variants`)."""
     from nodeweave.catalogue import VARIANTS
@@ -197,7 +210,7 @@ def option_named(name: str, flag: str, value, ctx=None) -> str:
     return f"{value} (where {ctx.info_name} writes without {flag})"
 
 
-# The output files whose verb makes their missing folders (bench's default is runs/nodeweave-bench.json); every
+# The output files whose verb makes their missing folders (bench's default is runs/<UTC time>-bench.json); every
 # other one's folder must exist, judged before anything runs, so a dry run is refused as its real run would be.
 MAKES_FOLDERS = ("--json-out", "--plot")
 # The output file that is a spec (``init --out``): its folder becomes the workspace, so not even ``runs/`` itself.
