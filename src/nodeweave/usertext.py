@@ -9,6 +9,11 @@ Latin-1 share, a tarball made on another machine). Python holds each such byte a
   line pasted back into the shell names the same file;
 - what is said to a person on stderr shows each such byte as the shell writes it, ``$'\\xff'``, never Python's
   ``'\\udcff'`` (:func:`shell_shown`, applied to every line ``cli.main`` writes there).
+
+Text a user or a node wrote (a log line, a recorded command, a node's name, a path) is printed as text, never read as
+rich markup: ``[/x]`` in a log line is no closing tag (replay10 R1, R2: a traceback), ``[rank0]:`` no style. So every
+rich console nodeweave prints through is made by :func:`console` (``markup=False``: a ``str`` printed, a table's cell or
+title, is its own text), and nodeweave's own colours are given as :class:`rich.text.Text` styles (:func:`styled`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,22 @@ def cell(value) -> str:
     """A table cell for a person: ``-`` for a value not known (yet), never Python's ``None`` (walk9 A18: a run still
     going has no exit code or seconds); every other value as ``str`` gives it."""
     return "-" if value is None else str(value)
+
+
+def console(**options):
+    """A rich console that reads no markup in what it prints (a ``str``, a table's cell or title: each is its text as
+    written); nodeweave's own styles go as :func:`styled` text. ``options`` as ``rich.console.Console`` takes them."""
+    from rich.console import Console
+
+    return Console(markup=False, **options)
+
+
+def styled(*parts):
+    """One line of parts, each a ``str`` (plain, as written) or ``(str, style)``: nodeweave's colours around a user's
+    text, which is never read as markup (``rich.text.Text.assemble``)."""
+    from rich.text import Text
+
+    return Text.assemble(*[part if isinstance(part, tuple) else str(part) for part in parts])
 
 
 def as_bytes(text) -> bytes:

@@ -19,6 +19,7 @@ from nodeweave.cli.habits.coercion import seconds_option
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
+from nodeweave.usertext import styled
 
 
 # Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
@@ -57,7 +58,7 @@ def bench(
                                  "the files they write; start nothing"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.bench import options, report, runner
     from nodeweave.cluster.sweep import assignment_notes, parse_sweeps, sweep_points
@@ -109,8 +110,8 @@ def bench(
         refuse_foreign_file(plot, "--plot", "chart")
     for note in assignment_notes(axes, {}, runs=False):  # after every refusal: a refusal is the one line
         tell(f"note: {note}")
-    err_console = Console(stderr=True)
-    console = err_console if data_out else Console()
+    err_console = people_console(stderr=True)
+    console = err_console if data_out else people_console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
     _refuse_sizes_past_memory(config)
@@ -122,7 +123,7 @@ def bench(
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:
-        err_console.print(f"[bold]bench[/bold] run {index}/{total}: {label}")
+        err_console.print(styled(("bench", "bold"), f" run {index}/{total}: {label}"))
 
     runs = runner.run_matrix(config, points, echo=echo, on_start=on_start)
     ranking = runner.rank_runs(runs, op_list[0])
@@ -225,7 +226,7 @@ def _show(runs, ranking, points, op_list, console, err_console) -> None:
         if run.report and not points:
             console.print(report.results_table(run))
         if not run.correct:
-            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
+            err_console.print(styled((f"run {run.label!r} failed (exit {run.exit_code})", "red"), "; its output ended:"))
             err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
     if points:
         console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))

@@ -19,6 +19,7 @@ from rich.table import Table
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError
 from nodeweave.remote.kube import api_unreachable
+from nodeweave.usertext import console as people_console, styled
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.outcome import TargetResult
@@ -40,9 +41,9 @@ class LiveTargets:
     """A rich Progress with one row per target; safe to update from worker threads."""
 
     def __init__(self, targets: "list[Remote]", console: Console):
-        self.progress = Progress(TextColumn("{task.fields[label]}", style="bold"),
+        self.progress = Progress(TextColumn("{task.fields[label]}", style="bold", markup=False),
                                  BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                 TextColumn("{task.fields[stage]}"), TimeElapsedColumn(),
+                                 TextColumn("{task.fields[stage]}", markup=False), TimeElapsedColumn(),
                                  console=console, transient=False, disable=not console.is_terminal)
         self._tasks: "dict[Remote, TaskID]" = {
             t: self.progress.add_task("", total=100, label=t.label, stage="queued") for t in targets}
@@ -72,8 +73,8 @@ def summary_table(results: "list[TargetResult]", source_digest: "str | None", ti
         method = f"{r.method} {r.relay}" if r.relay and r.relay.startswith("from ") else r.method
         table.add_row(r.target.label, method, f"{r.files:,}", human_bytes(r.bytes),
                       f"{r.seconds:.1f}", digest,
-                      f"[{_STATUS_STYLE.get(r.status, '')}]{r.status}[/]" + (
-                          f" ({r.attempts} tries)" if r.attempts > 1 else ""))
+                      styled((r.status, _STATUS_STYLE.get(r.status, "")),
+                             f" ({r.attempts} tries)" if r.attempts > 1 else ""))
     return table
 
 
@@ -87,11 +88,11 @@ def check_table(results: "list[TargetResult]", source_digest: str, git_commit: "
         stamp = (r.check.stamp if r.check else None) or {}
         commit = str(stamp.get("commit") or "-")[:12]
         if git_commit and stamp.get("commit") and stamp.get("commit") != git_commit:
-            commit = f"[yellow]{commit}[/]"
+            commit = styled((commit, "yellow"))
         digest = r.check.digest[:12] if r.check and r.check.digest else "-"
         table.add_row(r.target.label, commit, str(stamp.get("branch") or "-"),
                       str(stamp.get("synced_at") or "no stamp"), digest,
-                      f"[{_STATUS_STYLE.get(r.status, '')}]{r.status}[/]")
+                      styled((r.status, _STATUS_STYLE.get(r.status, ""))))
     return table
 
 
@@ -113,12 +114,12 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
     stdout, everything else on stderr; ``stderr``: the tables too, as a dry run under ``-o json`` shows what
     would move); NodeweaveError names failures."""
     as_data = fmt in ("json", "yaml")
-    console = Console(stderr=as_data or stderr, width=_table_width())
+    console = people_console(stderr=as_data or stderr, width=_table_width())
     secrets = req.fileset.held_back_secrets
     if secrets:
         more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
-        console.print(f"[yellow]held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
-                      f"{more} (--include-secrets sends them)[/]")
+        console.print(f"held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
+                      f"{more} (--include-secrets sends them)", style="yellow")
     with LiveTargets(list(req.targets), console) as live:
         results, digest = (run_check if req.options.check else run_sync)(req, live.update)
     if as_data:
@@ -132,7 +133,7 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
         console.print(summary_table(results, digest, _title(req)))
     for r in results:
         if r.relay and r.relay.startswith("direct:"):
-            console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", highlight=False,
+            console.print(f"relay: {r.target.label} was sent the payload {r.relay}", style="yellow", highlight=False,
                           soft_wrap=True)
     _raise_on_failure(req, results)
 

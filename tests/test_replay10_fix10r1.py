@@ -1,0 +1,105 @@
+"""What the replay of the ninth walk found still failing, fix10r1's rows (issue 43, /work/wt/replay10-report.md): one
+test per class, parametrized over its members, each failing on the code before its fix."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import cli_run
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+# Text a user or a node wrote that reads as rich markup: a closing tag with no opening one (a traceback before),
+# a tag-like prefix (eaten before), a style (applied before).
+MARKUP_LIKE = ["loading shards [/workspace/data/a.bin]", "[rank0]: step 1", "[bold]loss[/bold] 0.5"]
+
+
+def _run_folder(runs: Path, command: str, last_line: str) -> str:
+    run_id = "20261130T104500Z-t"
+    folder = runs / run_id
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({
+        "run_id": run_id, "job": "t", "command": ["train.py", "--tag", command], "target": "local",
+        "started": "2026-11-30T10:45:00Z", "ended": None, "exit_code": None, "seconds": None,
+        "nodes": [{"node": "node-0", "log": "node-0.log", "exit_code": None, "ended_s": None}]}))
+    (folder / "node-0.log").write_text(f"step 0\n{last_line}\n")
+    return run_id
+
+
+def _drawn(renderable) -> str:
+    """``renderable`` as nodeweave's own console prints it (the one every verb's table goes through)."""
+    from nodeweave.cli.habits.clusteropts import console
+
+    out = console()
+    out.file = io.StringIO()
+    out.print(renderable)
+    return out.file.getvalue()
+
+
+def _runs_ls(tmp_path, capsys, text):
+    runs = tmp_path / "runs"
+    _run_folder(runs, text, "step 1")
+    return cli_run.in_process(capsys, "runs", "ls", "--runs-dir", str(runs))
+
+
+def _runs_show(tmp_path, capsys, text):
+    runs = tmp_path / "runs"
+    run_id = _run_folder(runs, "plain", text)
+    return cli_run.in_process(capsys, "runs", "show", run_id, "--runs-dir", str(runs))
+
+
+def _top(tmp_path, capsys, text):
+    from nodeweave.cluster.top import picture
+
+    live = {"job": "t", "nodes": [{"node": 0, "host": text, "state": "running"}]}
+    return 0, _drawn(picture(live)), ""
+
+
+def _doctor_findings(tmp_path, capsys, text):
+    from nodeweave.cli.doctor import _findings
+    from nodeweave.doctor.findings import Finding
+
+    return 0, _drawn(_findings([Finding("warning", "x", f"NCCL_SOCKET_IFNAME={text}", text)])), ""
+
+
+def _status(tmp_path, capsys, text):
+    from nodeweave.cluster import ClusterOptions, open_backend
+    from nodeweave.cluster.status import status_table
+    from nodeweave.spec import parse_spec
+
+    spec = "name: st\nimage: {variant: cpu}\nnodes: 1\nlauncher: {script: t.py}\n"
+    (tmp_path / "nodeweave.yaml").write_text(spec)
+    backend = open_backend(parse_spec(spec, str(tmp_path / "nodeweave.yaml")), tmp_path / "nodeweave.yaml",
+                           ClusterOptions().checked())
+    row = {"node": "node-0", "reached_as": "podman:x", "platform": None, "up": False, "error": text,
+           "mode": None, "rank": None, "plan_hash": None, "plan_errors": [], "run": None, "now": None, "gpu": None}
+    return 0, _drawn(status_table(backend, [row], wide=True)), ""
+
+
+@pytest.mark.parametrize("text", MARKUP_LIKE)
+@pytest.mark.parametrize("printer", [_runs_ls, _runs_show, _top, _doctor_findings, _status],
+                         ids=["runs-ls-command", "runs-show-last-line", "top-node-text", "doctor-finding", "status-row"])
+def test_a_users_or_a_nodes_text_is_printed_as_text_never_read_as_markup(tmp_path, capsys, printer, text):
+    """R1, R2: a log line holding ``[/...]`` (runs show) or a recorded command holding ``[/x]`` (runs ls) ended in a
+    rich MarkupError traceback; ``[rank0]:`` was eaten and ``[bold]`` applied. Every rich console nodeweave prints
+    through reads no markup (nodeweave.usertext.console); nodeweave's own colours are styles, not tags."""
+    code, out, err = printer(tmp_path, capsys, text)
+    assert code == 0 and "Traceback" not in out + err, (out, err)
+    assert text in out.replace("\n", ""), out
+
+
+def test_every_rich_console_is_made_by_the_one_that_reads_no_markup():
+    """R1, R2: the class's mechanism: no rich Console is made, no markup written as a tag, outside
+    nodeweave.usertext (a new printer gets markup=False by being made there, not by remembering to escape)."""
+    made, tagged = [], []
+    for path in SRC.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "usertext.py" and re.search(r"\bConsole\(", text):
+            made.append(str(path))
+        if re.search(r"rich\.markup|markup=True|from_markup|\"\[/\]|\[/(bold|red|green|yellow|dim|cyan)\]", text):
+            tagged.append(str(path))
+    assert not made and not tagged, (made, tagged)
