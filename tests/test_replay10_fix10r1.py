@@ -103,3 +103,59 @@ def test_every_rich_console_is_made_by_the_one_that_reads_no_markup():
         if re.search(r"rich\.markup|markup=True|from_markup|\"\[/\]|\[/(bold|red|green|yellow|dim|cyan)\]", text):
             tagged.append(str(path))
     assert not made and not tagged, (made, tagged)
+
+
+SYSTEM_FOLDERS = ["/var/cache", "/var/cache/apt", "/var/spool", "/var/mail", "/var/backups", "/var/opt", "/var/local",
+                  "/usr/src"]
+
+
+@pytest.mark.parametrize("folder", SYSTEM_FOLDERS)
+def test_a_file_in_each_system_folder_is_refused(capsys, folder):
+    """A32: --json-out in /var/cache, /var/cache/apt (apt's cache), /var/spool, /var/mail, /var/backups, /var/opt was
+    accepted while /var/lib and /var/log were refused: the system folders' table (systemdirs) now holds every /var
+    and /usr folder of the system's (the trees: caches, queues, mailboxes, backups; the folders: /opt's state)."""
+    if not Path(folder).is_dir():
+        pytest.skip(f"{folder} is not on this machine")
+    code, out, err = cli_run.in_process(capsys, "bench", "--dry-run", "--json-out", f"{folder}/x.json")
+    assert code == 2 and "where nodeweave writes nothing" in err and f"{folder}/x.json" in err, (code, out, err)
+
+
+@pytest.mark.parametrize("where", ["/", "/usr/local", "/root"])
+def test_bench_run_from_a_system_folder_makes_no_runs_folder_there(capsys, monkeypatch, where):
+    """R3: bench without a spec, run from / (or /usr/local, /root), planned to make runs/ there (`# would write
+    /runs/nodeweave-bench.json`): a folder made directly in / or a system folder is refused, naming --json-out."""
+    if not Path(where).is_dir():
+        pytest.skip(f"{where} is not on this machine")
+    monkeypatch.chdir(where)
+    code, out, err = cli_run.in_process(capsys, "bench", "--dry-run")
+    made = str(Path(where) / "runs")
+    assert code == 2 and f"{made} would be made directly in {where}" in err and "--json-out FILE" in err, (out, err)
+
+
+@pytest.mark.parametrize("argv", [["bench", "--dry-run", "--json-out", "/usr/local/runs/x.json"],
+                                  ["bench", "--dry-run", "--json-out", "/nodeweave-new/x.json"]],
+                         ids=["json-out-new-folder-in-usr-local", "json-out-new-folder-in-root"])
+def test_a_new_folder_directly_in_a_system_folder_is_refused_for_a_file(capsys, argv):
+    """R3: `--json-out /usr/local/runs/x.json` was accepted while `--json-out /usr/local/x.json` was refused: the rule
+    judged only the file's own folder, and the verb makes the missing ones."""
+    code, out, err = cli_run.in_process(capsys, *argv)
+    assert code == 2 and "would be made directly in" in err, (out, err)
+
+
+@pytest.mark.parametrize("folder", ["/runs", "/usr/local/runs", "/mnt/nodeweave-runs/a"])
+def test_a_new_folder_directly_in_a_system_folder_is_refused_for_a_folder_option(folder):
+    """R3: `run --runs-dir /runs` planned its run folders in a folder it would make in /: the folder options' rule
+    (failures.own_folder_problem, every --runs-dir, --out, --capture) refuses it as the file options' does."""
+    from nodeweave.errors import UsageError
+    from nodeweave.failures import writable_dir
+
+    with pytest.raises(UsageError, match="would be made directly in"):
+        writable_dir(Path(folder), "--runs-dir", runs_ok=True)
+
+
+def test_a_new_folder_in_scratch_or_an_own_folder_is_still_made(tmp_path):
+    """R3 (what stays): /tmp takes a new folder, and so does a folder of the user's own."""
+    from nodeweave.failures import writable_dir
+
+    assert writable_dir(tmp_path / "a" / "b", "--runs-dir", runs_ok=True) == tmp_path / "a" / "b"
+    assert writable_dir(Path("/tmp/nodeweave-fix10r1-never-made/runs"), "--runs-dir", runs_ok=True)

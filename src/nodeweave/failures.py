@@ -187,7 +187,7 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
     ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
     and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
-    from nodeweave.systemdirs import SYSTEM_TREES, system_folder, system_tree
+    from nodeweave.systemdirs import SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -199,6 +199,9 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
         return f"{real} is a kernel file system; no file of nodeweave's can go there"
     if system_folder(str(real)) and not system_ok:
         return f"{real} is / or a system folder"
+    made = None if system_ok else made_in_system_folder(str(path))
+    if made:
+        return made
     for seen in (path, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
         tree = system_tree(str(seen))
         if tree is not None and not system_ok:

@@ -47,7 +47,7 @@ def bench(
     output: str = output_option(),
     json_path: Optional[Path] = typer.Option(None, "--json-out", callback=output_file, show_default=False,
                                    help=f"where to write every number, a .json file (default: runs/{DEFAULT_JSON_NAME} "
-                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here) (long form "
+                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here, but never a runs/ made in / or a system folder) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
@@ -92,8 +92,16 @@ def bench(
         from nodeweave.cluster.runfolder import RUNS
         from nodeweave.specpath import spec_folder
 
+        from nodeweave.systemdirs import made_in_system_folder
+
         spec_here = find_spec(None)
         parent = spec_folder(spec_here) / RUNS
+        accepted = ("; accepted: --json-out FILE in a folder of your own, or bench run from your project's folder "
+                    "(runs/ beside its nodeweave.yaml)")
+        made = made_in_system_folder(str(parent))  # run from / or /usr/local: runs/ made there (replay10 R3), said
+        if made:  # as --json-out's, the option that moves it, before runs/'s own rule names a folder option
+            raise UsageError(f"{option_named('json_path', '--json-out', parent / DEFAULT_JSON_NAME, ctx)}: {made}"
+                             f"{accepted}")
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
             parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
         json_path = Path(os.path.abspath(parent / DEFAULT_JSON_NAME))
@@ -101,7 +109,7 @@ def bench(
 
         problem = file_to_write_problem(json_path, "--json-out")  # the rules --json-out's callback applies
         if problem:
-            raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}")
+            raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}{accepted}")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",
