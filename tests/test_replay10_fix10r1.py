@@ -159,3 +159,37 @@ def test_a_new_folder_in_scratch_or_an_own_folder_is_still_made(tmp_path):
 
     assert writable_dir(tmp_path / "a" / "b", "--runs-dir", runs_ok=True) == tmp_path / "a" / "b"
     assert writable_dir(Path("/tmp/nodeweave-fix10r1-never-made/runs"), "--runs-dir", runs_ok=True)
+
+
+def _port_rows():
+    from test_walk9_fix9b2 import PORT_OPTIONS, PORT_VARIABLES
+
+    return [("variable", name) for name in PORT_VARIABLES] + [("option", f"{verb} {option}")
+                                                             for verb, option in PORT_OPTIONS]
+
+
+@pytest.mark.parametrize("value", ["0", "70000", "29500x"])
+@pytest.mark.parametrize("kind,name", _port_rows())
+def test_each_ports_refusal_gives_an_example_that_port_takes(tmp_path, kind, name, value):
+    """B16: every port's refusal said "e.g. 9464", the metrics port's default, which the master and exchange ports
+    then refuse as the metrics port's; a malformed port said "e.g. 5". Each port's refusal gives its own default, and
+    following it is taken."""
+    import os
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    env = {"PATH": os.environ["PATH"], "NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "HOME": str(tmp_path)}
+    if kind == "option":
+        verb, option = name.split()
+        argv = lambda port: ["--node", verb, option, port]  # noqa: E731
+    else:
+        argv = lambda port: ["--explain", "--", "train.py"]  # noqa: E731
+    out = cli_run.entrypoint(*argv(value), env=dict(env, **({name: value} if kind == "variable" else {})),
+                             cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "e.g. 5;" not in out.stderr, out.stderr
+    example = re.search(r"\(e\.g\. (\d+)", out.stderr.splitlines()[-1]).group(1)
+    if kind == "variable":
+        taken = cli_run.entrypoint(*argv(example), env=dict(env, **{name: example}), cwd=tmp_path, timeout=60)
+        assert taken.returncode == 0, (example, taken.stderr)
+    else:
+        assert example == "9464"
