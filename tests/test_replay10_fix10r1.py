@@ -193,3 +193,21 @@ def test_each_ports_refusal_gives_an_example_that_port_takes(tmp_path, kind, nam
         assert taken.returncode == 0, (example, taken.stderr)
     else:
         assert example == "9464"
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (["dashboard", "--run", "last", "--bind", "\u202e", "--port", "0"], "--bind \\u202e"),
+    (["bench", "--dry-run", "--json-out", "/x\u202e.json"], "--json-out /x\\u202e.json"),
+    (["runs", "ls", "--runs-dir", "/nonexist\u202e"], "--runs-dir /nonexist\\u202e"),
+    (["runs", "show", "a\u202eb"], "'a\\u202eb'"),
+    (["status", "--bogus\x07"], "--bogus\\x07"),
+], ids=["dashboard-bind", "bench-json-out", "runs-dir", "runs-show-id", "click-option"])
+def test_a_value_a_terminal_would_not_show_is_escaped_in_the_error_line(tmp_path, capsys, monkeypatch, argv, shown):
+    """R4: `dashboard --bind $'\\u202e'` echoed the right-to-left override raw, which reorders the rest of the
+    terminal line (top --url writes it as \\u202e). Every error line cli.main writes escapes such a character."""
+    runs = tmp_path / "runs"
+    _run_folder(runs, "plain", "step 1")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli_run.in_process(capsys, *argv)
+    line = cli_run.one_line(err)
+    assert code != 0 and shown in line and line.isprintable(), line

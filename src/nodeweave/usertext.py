@@ -59,6 +59,16 @@ def is_utf8(text) -> bool:
     return not _RAW.search(str(text))
 
 
+def visible(text: str) -> str:
+    """``text`` with each character a terminal would not show as itself written as Python writes it in a string
+    (``\\u202e``, ``\\x07``): a right-to-left override, a zero-width or control character in a value the user gave
+    would reorder or hide the rest of the line it is echoed in (replay10 R4: ``--bind $'\\u202e'``). A line break
+    and a tab stay; a byte that is not UTF-8 is left to :func:`shell_shown`. Applied to every error line
+    ``cli.main`` writes, as ``top --url``'s own refusal quotes such a value (``repr``)."""
+    return "".join(char if char.isprintable() or char in "\n\t" or "\udc80" <= char <= "\udcff"
+                   else repr(char)[1:-1] for char in text)
+
+
 def shell_shown(text: str) -> str:
     """``text`` with each byte that is not UTF-8 written as the shell writes it: ``d$'\\xff'ir`` for a raw one,
     ``$'d\\xffir'`` for one inside a Python repr (``'d\\udcffir'``)."""

@@ -181,7 +181,9 @@ def in_system_tree(path: Path) -> str:
 def tell(line: str) -> None:
     """One line for the user on stderr, with the ``nodeweave:`` prefix every stderr line carries, so a note is told
     from a child's output and from stdout's plan (replay6 N5: check's ownership note was a bare "note: ...")."""
-    typer.echo(f"nodeweave: {line}", err=True)
+    from nodeweave.usertext import visible  # a character no terminal shows as itself, escaped (replay10 R4)
+
+    typer.echo(f"nodeweave: {visible(line)}", err=True)
 
 
 def option_named(name: str, flag: str, value, ctx=None) -> str:
