@@ -211,3 +211,34 @@ def test_a_value_a_terminal_would_not_show_is_escaped_in_the_error_line(tmp_path
     code, out, err = cli_run.in_process(capsys, *argv)
     line = cli_run.one_line(err)
     assert code != 0 and shown in line and line.isprintable(), line
+
+
+FAILED_NODES = {"job": "w9", "nodes": [{"node": 0, "state": "failed", "role": "hub"},
+                                       {"node": 1, "state": "failed", "role": "member"}], "ranks": []}
+NO_RANK_YET = {"job": "w9", "nodes": [{"node": 0, "state": "running", "role": "hub"}], "ranks": []}
+MOVING = {"job": "w9", "nodes": [{"node": 0, "state": "running", "role": "hub"}],
+          "ranks": [{"node": 0, "rank": 0, "state": "in all_reduce", "seq": 3}]}
+
+
+def _top_header(live):
+    from nodeweave.cluster.top import picture
+
+    return _drawn(picture(live)).splitlines()[0]
+
+
+def _page_header(live):
+    from nodeweave.cluster import dashboard
+
+    page = (Path(dashboard.__file__).parent / "dashboard.html").read_text()
+    assert "doc.motion" in page  # the page draws the document's word, not its own
+    return dashboard.state([(0.0, live)], {}, "test")["motion"]["said"]
+
+
+@pytest.mark.parametrize("header", [_top_header, _page_header], ids=["top", "dashboard"])
+@pytest.mark.parametrize("live,said", [(FAILED_NODES, "no node running (2 failed)"), (NO_RANK_YET, "no rank seen yet"),
+                                       (MOVING, "moving")], ids=["nodes-failed", "no-rank", "moving"])
+def test_the_headers_word_says_moving_only_while_a_node_runs_and_a_rank_is_seen(header, live, said):
+    """A18: top's header said `moving` above two nodes failed and no rank at all; the dashboard's header draws the
+    same word (dashboard.motion, one judge for both)."""
+    line = header(live)
+    assert said in line and (said == "moving" or "moving" not in line.replace("not moving", "")), line
