@@ -242,3 +242,38 @@ def test_the_headers_word_says_moving_only_while_a_node_runs_and_a_rank_is_seen(
     same word (dashboard.motion, one judge for both)."""
     line = header(live)
     assert said in line and (said == "moving" or "moving" not in line.replace("not moving", "")), line
+
+
+@pytest.mark.parametrize("signame,code", [("SIGTERM", 143), ("SIGINT", 130)])
+@pytest.mark.parametrize("rank,extra", [(0, {}), (1, {}), (2, {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1"})],
+                         ids=["node-0-at-its-check-in", "node-1-waiting-for-node-0", "a-spare-waiting"])
+def test_a_stop_before_any_launch_ends_the_node_in_its_one_line(tmp_path, rank, extra, signame, code):
+    """B23: a spare's SIGINT and node 0's SIGTERM at its check-in ended the node (130, 143) without the one line a
+    stop with no launcher running gets once a launcher has run (`stopped by SIGTERM with no launcher running`):
+    the same handler holds from the node's start."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from free_ports import free_port_pair
+
+    (tmp_path / "train.py").write_text("print('step 1')\n")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", TMPDIR=str(tmp_path),
+               NODEWEAVE_NNODES="3" if extra else "2", NODEWEAVE_NODE_RANK=str(rank),
+               NODEWEAVE_MASTER_ADDR="127.0.0.1", NODEWEAVE_MASTER_PORT=str(free_port_pair()),
+               NODEWEAVE_METRICS="off", NODEWEAVE_WAIT_TIMEOUT="120", **extra)
+    node = cli_run.popen([*cli_run.ENTRYPOINT, "--", "train.py"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4)
+        assert node.poll() is None, node.communicate()
+        node.send_signal(getattr(signal, signame))
+        _, err = node.communicate(timeout=30)
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.communicate()
+    assert node.returncode == code, err
+    assert f"stopped by {signame} with no launcher running (exit {code})" in err.splitlines()[-1], err
