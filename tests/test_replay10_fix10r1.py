@@ -277,3 +277,46 @@ def test_a_stop_before_any_launch_ends_the_node_in_its_one_line(tmp_path, rank, 
             node.communicate()
     assert node.returncode == code, err
     assert f"stopped by {signame} with no launcher running (exit {code})" in err.splitlines()[-1], err
+
+
+def _left_out_live(tmp_path):
+    import time
+
+    from nodeweave.entrypoint.metrics.live import Live
+
+    class Settings:
+        env = {"TMPDIR": str(tmp_path)}
+
+        def get(self, key, default=None):
+            return {"metrics": False}.get(key, default)
+
+    live = Live(Settings(), lambda line: None)
+    live.step = ("plain", 121, time.time() - 60)  # generation 1's, when node 0 still trained
+    live.generation = {"generation": 2, "node_0_trains": False, "ended": None, "fault": None, "steps": [],
+                       "began": time.time() - 50}
+    return live
+
+
+def _said_by_status(live):
+    from nodeweave.entrypoint.metrics.collect import status
+
+    doc = status(live)
+    return doc["step"], doc["steps_per_s"], doc["step_note"]
+
+
+def _said_by_metrics(live):
+    from nodeweave.entrypoint.metrics.collect import families
+
+    found = {name: samples for name, _, _, samples in families(live)}
+    step = found.get("nodeweave_step")
+    return (step[0][1] if step else None), found["nodeweave_steps_per_second"][0][1], live.step_note()
+
+
+@pytest.mark.parametrize("said", [_said_by_status, _said_by_metrics], ids=["status.json", "metrics"])
+def test_node_0_left_out_of_a_generation_says_the_step_is_unknown_and_the_rate_stays(tmp_path, said):
+    """R5: with node 0 left out of generation 2 (its ranks print nothing), /status.json and /metrics kept generation
+    1's step 121 as the job's, and nodeweave_steps_per_second had no series at all, so the documented alert
+    (`< 0.1`) had nothing to fire on: the step is unknown, said so, and the rate is 0 (node 0 sees no step)."""
+    step, rate, note = said(_left_out_live(tmp_path))
+    assert step is None and rate == 0.0, (step, rate)
+    assert "node 0 is left out of generation 2" in note and "step 121" in note, note
