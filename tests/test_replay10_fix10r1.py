@@ -320,3 +320,21 @@ def test_node_0_left_out_of_a_generation_says_the_step_is_unknown_and_the_rate_s
     step, rate, note = said(_left_out_live(tmp_path))
     assert step is None and rate == 0.0, (step, rate)
     assert "node 0 is left out of generation 2" in note and "step 121" in note, note
+
+
+HOSTS = ["-t", "hosts", "--host", "gpu01.invalid", "--host", "gpu02.invalid", "--remote-dir", "/srv/job"]
+
+
+@pytest.mark.parametrize("argv", [["sync", *HOSTS, ".", "/srv/job"], ["sync", *HOSTS], ["sync", "--check", *HOSTS]],
+                         ids=["sync-src-dest", "sync", "sync-check"])
+def test_sync_to_hosts_ssh_never_reached_ends_in_the_one_line_every_verb_gives(tmp_path, capsys, monkeypatch, argv):
+    """A35: `sync $H . /srv/job` to hosts ssh cannot reach printed a table of failed rows, ssh's own words per host
+    and exit 1, where status, run, logs ... (and sync to an unreachable Kubernetes API) exit 3 in one line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('step 1')\n")
+    assert cli_run.in_process(capsys, "init")[0] == 0
+    code, out, err = cli_run.in_process(capsys, *argv)
+    line = cli_run.one_line(err)
+    undone = "nothing checked on" if "--check" in argv else "nothing synced to"
+    assert code == 3 and f"{undone} gpu01.invalid, gpu02.invalid: ssh cannot reach" in line, (code, err)
+    assert "failed" not in out, out

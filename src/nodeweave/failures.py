@@ -116,6 +116,19 @@ def ssh_unreached(text: str) -> "str | None":
     return None
 
 
+def ssh_cut_off(failed: "list[tuple[str, str]]", undone: str) -> "EnvironmentProblem | None":
+    """One line, exit 3, when ssh reached none of a verb's failed targets (``failed``: each host and what ssh said),
+    in the words every verb on bare hosts gives (:func:`unreached_hosts_line`); else None. The ssh side of
+    :func:`api_cut_off` (replay10 A35: sync to unreachable hosts printed a table of failed rows, ssh's own words per
+    host and exit 1, where status, run, logs ... exit 3 in one line)."""
+    whys = [(host, ssh_unreached(text)) for host, text in failed]
+    if not failed or not all(why for _, why in whys):
+        return None
+    from nodeweave.entrypoint.nodelists import ranges
+
+    return EnvironmentProblem(f"{undone} {ranges(host for host, _ in failed)}: {unreached_hosts_line(whys)}")
+
+
 def unreached_hosts_line(hosts_why: "list[tuple[str, str]]") -> str:
     """One line for hosts ssh never reached: their names, grouped by why, and the command that shows it."""
     by_why: "dict[str, list[str]]" = {}

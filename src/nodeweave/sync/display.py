@@ -18,6 +18,7 @@ from rich.table import Table
 
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError
+from nodeweave.failures import ssh_cut_off, ssh_unreached
 from nodeweave.remote.kube import api_unreachable
 from nodeweave.usertext import console as people_console, styled
 from nodeweave.remote import Remote
@@ -122,8 +123,11 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
                       f"{more} (--include-secrets sends them)", style="yellow")
     with LiveTargets(list(req.targets), console) as live:
         results, digest = (run_check if req.options.check else run_sync)(req, live.update)
+    cut = None if req.options.dry_run else _cut_off(results, req.options.check)
     if as_data:
         _emit(as_document(req, results, digest), fmt)
+    elif cut is not None:  # no target reached: the one line, not a table of failed rows (replay10 A35)
+        raise cut
     elif req.options.check:
         console.print(check_table(results, digest, req.git.commit))
     else:
@@ -155,20 +159,30 @@ def _title(req: SyncRequest) -> str:
             f"to {req.dest}{at}")
 
 
+def _cut_off(results: "list[TargetResult]", check: bool = False) -> "EnvironmentProblem | None":
+    """The one line (exit 3) when no failed target was reached at all (the Kubernetes API, or ssh, reached none of
+    them: nothing about the targets is known, as every verb says it), else None."""
+    failed = [r for r in results if not r.ok]
+    cut_off = [r for r in failed if api_unreachable(r.error)]
+    if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):
+        from nodeweave.failures import api_cut_off
+
+        return api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
+                           "nothing synced to")
+    if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
+        return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
+                           "nothing checked on" if check else "nothing synced to")
+    return None
+
+
 def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     failed = [r for r in results if not r.ok]
     commits = {str((r.check.stamp or {}).get("commit")) for r in results if r.check and r.check.stamp}
     split = req.options.check and len(commits) > 1
     if split:
         typer.echo(f"nodeweave: targets disagree on the commit: {', '.join(sorted(commits))}", err=True)
-    cut_off = [r for r in failed if api_unreachable(r.error)]
-    ending: "NodeweaveError | None" = None
-    if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
-        from nodeweave.failures import api_cut_off
-
-        ending = api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
-                             "nothing synced to")
-    elif failed:
+    ending: "NodeweaveError | None" = _cut_off(results, req.options.check)  # one cause, none reached: exit 3
+    if ending is None and failed:
         ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
                                 f"{'match' if req.options.check else 'sync'}: "
                                 + ranges(r.target.label for r in failed))
