@@ -234,8 +234,8 @@ def port_accepted(what):
     default (not another port's, which the check of ports that meet would then refuse)."""
     port, said = next(((port, said) for word, port, said in PORT_EXAMPLES if word in str(what)),
                       (METRICS_PORT, "the metrics port's default"))
-    return (f"a port number from 1 to {PORT_MAX} in plain decimal digits (e.g. {port}, {said}; not 0{port}, +{port} "
-            f"or {str(port)[:-3]}_{str(port)[-3:]})")
+    return (f"a port number from 1 to {PORT_MAX} in plain decimal digits (e.g. {port}, {said}; not 0{port}, +{port}, "
+            f"-0 or {str(port)[:-3]}_{str(port)[-3:]})")
 
 
 def read_port(text, what, source):
@@ -246,7 +246,7 @@ def read_port(text, what, source):
     if str(text) != str(text).strip() and plain_int(str(text).strip()):
         return read_int(1, maximum=PORT_MAX)(text, what, source)  # white space at an end: the numbers' one refusal
     if not plain_int(str(text)):
-        raise UsageError(f"{what} must be a whole number, got {text!r} (from {source}); accepted: "
+        raise UsageError(f"{what} must be a whole number in 1..{PORT_MAX}, got {text!r} (from {source}); accepted: "
                          f"{port_accepted(what)}")
     value = int(str(text))
     if not 1 <= value <= PORT_MAX:
