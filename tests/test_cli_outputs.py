@@ -232,7 +232,7 @@ def test_status_wide_shows_more_than_the_table():
     row as `status` builds it: -o wide adds the processes per node and keeps a down node's reason whole."""
     from types import SimpleNamespace
 
-    from rich.console import Console
+    from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
     from nodeweave.cluster.status import status_table
 

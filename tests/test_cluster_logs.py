@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster.logs import run_logs
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext, record, run_job

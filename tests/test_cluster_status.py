@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster import ClusterOptions, open_backend
 from nodeweave.cluster.status import agreement, status_table

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster.runfolder import RunFolder, latest_run
 from nodeweave.cluster.sweep import (compile_metric, parse_sweeps, point_label, point_metric, read_metric,

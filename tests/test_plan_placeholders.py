@@ -11,7 +11,7 @@ import io
 import json
 from pathlib import Path
 
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster.execute import Execution, execute
 from nodeweave.cluster.job import JobContext

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
-from rich.console import Console
+from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
 from nodeweave.cluster.top import ask_live, picture
 from stall_harness import start, stop

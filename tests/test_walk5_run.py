@@ -307,7 +307,7 @@ def test_runs_compare_ranks_only_runs_that_ended_ok_and_names_no_single_best_in_
 def test_a_sweep_table_marks_every_tied_point_and_no_failed_one():
     import io
 
-    from rich.console import Console
+    from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
     from nodeweave.cluster.sweep import sweep_table
 

@@ -375,7 +375,7 @@ def test_b15_a_run_whose_steps_are_not_read_says_so_with_a_pattern_that_reads_th
 
 def test_b15_top_says_it_in_its_header(tmp_path):
     from nodeweave.cluster.top import picture
-    from rich.console import Console
+    from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
     document = live_status.document(lines=(b"iteration: 5, loss=2\n", b"iteration: 6, loss=2\n"))  # steps go by
     console = Console(width=300, record=True)

@@ -162,7 +162,7 @@ def test_top_draws_a_large_job_as_a_summary_within_its_interval():
     state and the 16 rows most worth a look, the late node and the straggler among them; --all draws every row."""
     import io
 
-    from rich.console import Console
+    from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
     from nodeweave.cluster.top import picture
 

@@ -43,7 +43,7 @@ def test_runs_show_prints_a_dash_for_what_a_running_run_lacks(capsys, team):
 ])
 def test_top_prints_a_dash_for_a_field_a_node_left_out(live):
     """A18: top's node, rank and GPU tables printed str(None) for a field /status.json left out, as runs show did."""
-    from rich.console import Console
+    from nodeweave.usertext import console as Console  # nodeweave's own: reads no markup (replay10 R1)
 
     from nodeweave.cluster.top import picture
 

@@ -117,6 +117,19 @@ def ssh_unreached(text: str) -> "str | None":
     return None
 
 
+def ssh_cut_off(failed: "list[tuple[str, str]]", undone: str) -> "EnvironmentProblem | None":
+    """One line, exit 3, when ssh reached none of a verb's failed targets (``failed``: each host and what ssh said),
+    in the words every verb on bare hosts gives (:func:`unreached_hosts_line`); else None. The ssh side of
+    :func:`api_cut_off` (replay10 A35: sync to unreachable hosts printed a table of failed rows, ssh's own words per
+    host and exit 1, where status, run, logs ... exit 3 in one line)."""
+    whys = [(host, ssh_unreached(text)) for host, text in failed]
+    if not failed or not all(why for _, why in whys):
+        return None
+    from nodeweave.entrypoint.nodelists import ranges
+
+    return EnvironmentProblem(f"{undone} {ranges(host for host, _ in failed)}: {unreached_hosts_line(whys)}")
+
+
 def unreached_hosts_line(hosts_why: "list[tuple[str, str]]") -> str:
     """One line for hosts ssh never reached: their names, grouped by why, and the command that shows it."""
     by_why: "dict[str, list[str]]" = {}
@@ -207,7 +220,7 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
     ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
     and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
-    from nodeweave.systemdirs import SYSTEM_TREES, system_folder, system_tree
+    from nodeweave.systemdirs import SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -219,6 +232,9 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
         return f"{real} is a kernel file system; no file of nodeweave's can go there"
     if system_folder(str(real)) and not system_ok:
         return f"{real} is / or a system folder"
+    made = None if system_ok else made_in_system_folder(str(path))
+    if made:
+        return made
     for seen in (path, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
         tree = system_tree(str(seen))
         if tree is not None and not system_ok:

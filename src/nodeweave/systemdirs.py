@@ -3,10 +3,13 @@ parents of homes, and anything inside the system's own trees. A leaf (it imports
 path judges of every room (sync's DEST, --remote-dir, --runs-dir, render --out) share it.
 """
 
+import os
+
 ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
            "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp",
-           "/mnt", "/media", "/run/media", "/Users", "/var/home"}  # mount roots (every mount below), homes' parents
+           "/mnt", "/media", "/run/media", "/Users", "/var/home",  # mount roots (every mount below), homes' parents
+           "/var/opt", "/var/local", "/usr/src"}  # /opt's and /usr/local's state, the sources: folders of packages
 
 
 # The system folders everyone may leave a file in: a file an option names (bench --json-out, --write-hostfile) may
@@ -19,6 +22,25 @@ def system_folder(path: str) -> bool:
     return "/" + "/".join(p for p in path.split("/") if p) in ROOTISH
 
 
+def made_in_system_folder(path: str) -> "str | None":
+    """Why the folder ``path`` may not be made, or None: a folder not there yet whose first missing part would be
+    made directly in ``/`` or a system folder (as written or where links lead), but the scratch ones (``SCRATCH``):
+    ``runs/`` made by bench run from ``/`` or ``/usr/local``, ``--runs-dir /runs``, ``--json-out /usr/local/runs/x.json``
+    (replay10 R3: only the file's own folder was judged, so a new folder one level down passed). A folder that is
+    there already (``/data``, a mount of the user's) is not judged here."""
+    made = os.path.abspath(path)
+    if os.path.lexists(made):
+        return None
+    while not os.path.lexists(os.path.dirname(made)) and os.path.dirname(made) != made:
+        made = os.path.dirname(made)
+    parent = os.path.dirname(made)
+    for seen in dict.fromkeys((parent, os.path.realpath(parent))):
+        if system_folder(seen) and seen not in SCRATCH:
+            return (f"{made} would be made directly in {seen}, which is / or a system folder, where nodeweave makes "
+                    f"no folder (of those, only {' and '.join(SCRATCH)} take one)")
+    return None
+
+
 # Trees that are the system's own all the way down: a folder inside one is never a workspace, a run folder or a
 # render's output (a sync with --delete into /etc/ssh removes sshd's config; into /var/lib/containers, the engine's
 # storage). /usr/local and /opt hold installed software too, but a user's own folder there is common: only the
@@ -29,7 +51,13 @@ SYSTEM_TREES = {
     "/sbin": "the system's programs", "/lib": "the system's libraries", "/lib32": "the system's libraries",
     "/lib64": "the system's libraries", "/usr/bin": "the system's programs", "/usr/sbin": "the system's programs",
     "/usr/lib": "the system's libraries", "/usr/lib64": "the system's libraries",
-    "/usr/include": "the system's headers", "/usr/share": "the system's data", "/var/lib/containers":
+    "/usr/include": "the system's headers", "/usr/share": "the system's data",
+    "/usr/libexec": "the system's programs", "/usr/lib32": "the system's libraries",
+    "/usr/libx32": "the system's libraries", "/usr/games": "the system's programs",
+    "/var/cache": "the package managers' and the system's caches", "/var/spool": "the system's queues (mail, "
+    "cron, print)", "/var/mail": "the users' mailboxes", "/var/backups": "the system's backups",
+    "/var/crash": "the system's crash dumps", "/var/lock": "the running services' locks",
+    "/var/account": "the process accounting records", "/var/empty": "sshd's empty folder", "/var/lib/containers":
     "the container engine's storage", "/var/lib/docker": "the container engine's storage",
     "/var/lib/containerd": "the container engine's storage", "/var/lib/kubelet": "the kubelet's storage",
     "/var/lib/dpkg": "the package manager's records", "/var/lib/apt": "the package manager's records",

@@ -9,6 +9,11 @@ Latin-1 share, a tarball made on another machine). Python holds each such byte a
   line pasted back into the shell names the same file;
 - what is said to a person on stderr shows each such byte as the shell writes it, ``$'\\xff'``, never Python's
   ``'\\udcff'`` (:func:`shell_shown`, applied to every line ``cli.main`` writes there).
+
+Text a user or a node wrote (a log line, a recorded command, a node's name, a path) is printed as text, never read as
+rich markup: ``[/x]`` in a log line is no closing tag (replay10 R1, R2: a traceback), ``[rank0]:`` no style. So every
+rich console nodeweave prints through is made by :func:`console` (``markup=False``: a ``str`` printed, a table's cell or
+title, is its own text), and nodeweave's own colours are given as :class:`rich.text.Text` styles (:func:`styled`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,22 @@ def cell(value) -> str:
     return "-" if value is None else str(value)
 
 
+def console(**options):
+    """A rich console that reads no markup in what it prints (a ``str``, a table's cell or title: each is its text as
+    written); nodeweave's own styles go as :func:`styled` text. ``options`` as ``rich.console.Console`` takes them."""
+    from rich.console import Console
+
+    return Console(markup=False, **options)
+
+
+def styled(*parts):
+    """One line of parts, each a ``str`` (plain, as written) or ``(str, style)``: nodeweave's colours around a user's
+    text, which is never read as markup (``rich.text.Text.assemble``)."""
+    from rich.text import Text
+
+    return Text.assemble(*[part if isinstance(part, tuple) else str(part) for part in parts])
+
+
 def as_bytes(text) -> bytes:
     """``text`` as the bytes the file system (or the shell) holds: UTF-8, a surrogate escape as its own byte."""
     return str(text).encode("utf-8", "surrogateescape")
@@ -36,6 +57,16 @@ def as_bytes(text) -> bytes:
 def is_utf8(text) -> bool:
     """Whether ``text`` holds no byte that is not UTF-8."""
     return not _RAW.search(str(text))
+
+
+def visible(text: str) -> str:
+    """``text`` with each character a terminal would not show as itself written as Python writes it in a string
+    (``\\u202e``, ``\\x07``): a right-to-left override, a zero-width or control character in a value the user gave
+    would reorder or hide the rest of the line it is echoed in (replay10 R4: ``--bind $'\\u202e'``). A line break
+    and a tab stay; a byte that is not UTF-8 is left to :func:`shell_shown`. Applied to every error line
+    ``cli.main`` writes, as ``top --url``'s own refusal quotes such a value (``repr``)."""
+    return "".join(char if char.isprintable() or char in "\n\t" or "\udc80" <= char <= "\udcff"
+                   else repr(char)[1:-1] for char in text)
 
 
 def shell_shown(text: str) -> str:

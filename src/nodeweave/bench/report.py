@@ -16,6 +16,7 @@ from rich.table import Table
 from nodeweave.bench.options import format_bytes
 from nodeweave.bench.runner import RunResult
 from nodeweave.errors import EnvironmentProblem, UsageError
+from nodeweave.usertext import styled
 
 SCHEMA = "nodeweave.bench/1"
 
@@ -32,7 +33,7 @@ def results_table(run: RunResult) -> Table:
     for row in report.get("results", []):
         table.add_row(row["op"], format_bytes(row["bytes"]), str(row["count"]), f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.2f}", f"{row['busbw_gbps']:.2f}",
-                      str(row["wrong"]) if row["wrong"] == 0 else f"[red]{row['wrong']}[/red]")
+                      str(row["wrong"]) if row["wrong"] == 0 else styled((str(row["wrong"]), "red")))
     return table
 
 
@@ -45,7 +46,7 @@ def ranking_table(ranking: "list[dict]", largest: "int | None") -> Table:
     for row in ranking:
         busbw = f"{row['busbw_gbps']:.2f}" if row["busbw_gbps"] is not None else "-"
         ratio = f"{row['ratio_vs_baseline']:.3f}" if row["ratio_vs_baseline"] is not None else "-"
-        result = "ok" if row["correct"] else f"[red]failed (exit {row['exit_code']})[/red]"
+        result = "ok" if row["correct"] else styled((f"failed (exit {row['exit_code']})", "red"))
         table.add_row(str(row["rank"]), row["label"], busbw, ratio, result)
     return table
 

@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, List
 
+from nodeweave.usertext import styled
+
 
 class LocalBuild:
     """``image build`` with this machine's engine: the build's steps, its log streamed (a step's name in colour,
@@ -26,14 +28,14 @@ class LocalBuild:
     def on_line(self, line: str) -> None:
         step = self.progress.feed(line)
         if step:
-            self.console.print(f"[bold cyan]{step}[/bold cyan]", highlight=False, markup=True)
+            self.console.print(step, style="bold cyan", highlight=False)
         elif not self.quiet:
             self.console.print(line, markup=False, highlight=False, style="dim")
 
     def build(self, phase) -> None:
         from nodeweave.build import run_build
 
-        self.console.print(f"[bold]building[/bold] {self.build_plan.image} with {self.engine}", highlight=False)
+        self.console.print(styled(("building", "bold"), f" {self.build_plan.image} with {self.engine}"), highlight=False)
         for step in phase.steps:
             self.console.print(f"{step.what}: {step.text()}", markup=False, highlight=False)
         self.results.append(run_build(self.engine, self.build_plan, on_line=self.on_line, steps=phase.steps))

@@ -23,6 +23,7 @@ from nodeweave.check.verdict import DEFAULT_THRESHOLD, findings
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.errors import UsageError
+from nodeweave.usertext import styled
 
 # recovery off: a check is one generation of every node it runs on. Under the spec's recovery a spare would only
 # wait, unchecked, for a fault that never comes, and a node that failed the check would start a generation
@@ -138,7 +139,7 @@ def run_check(nodes: List[Node], phase, context, console: Console) -> CheckResul
     folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check")
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
                            flags=options.entrypoint_flags(len(nodes)), env=dict(phase.env))
-    console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
+    console.print(styled(("nodeweave:", "bold"), f" check {folder.run_id} on {len(nodes)} node(s) ({context.target})"),
                   highlight=False)
     data = run_job(nodes, request, phase.launches(folder.run_id), folder, context, console, quiet=not options.verbose)
     document = read_document(folder.log_path(nodes[0].name)) if data.get("exit_code") == 0 else None

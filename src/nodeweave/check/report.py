@@ -19,6 +19,7 @@ from rich.text import Text
 from nodeweave.check.links import cleared, link_values, step_ratios
 from nodeweave.check.metrics import fmt_bytes, fmt_rate, fmt_value
 from nodeweave.check.peers import best, median
+from nodeweave.usertext import console as people_console, styled
 
 
 def _named(findings, node: int) -> List[str]:
@@ -56,7 +57,7 @@ def node_table(document: dict, findings) -> Table:
                  fmt_bytes(memlock) if memlock else "unlimited", fmt_bytes(facts["disk_free_bytes"])
                  if facts.get("disk_free_bytes") is not None else "-", iface,
                  f"{facts['rdma_active_ports']} active" if facts.get("rdma_active_ports") is not None else "-",
-                 _gpu_cell(node), "[red]" + ", ".join(named) + "[/red]" if named else "[green]ok[/green]"]
+                 _gpu_cell(node), styled((", ".join(named), "red")) if named else styled(("ok", "green"))]
         table.add_row(*cells)
     return table
 
@@ -160,6 +161,6 @@ def render(result) -> Group:
 
 
 def plain_text(result) -> str:
-    out = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    out = people_console(width=200, record=True, file=io.StringIO(), color_system=None)
     out.print(render(result))
     return out.export_text()

@@ -21,7 +21,7 @@ from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
 from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError, UsageError
-from nodeweave.usertext import shell_shown
+from nodeweave.usertext import shell_shown, visible
 
 # Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
 # (its help's first sentence; tests/test_cli_startup.py holds the two equal). A module is imported
@@ -352,6 +352,12 @@ def close_options(typed: str, known) -> "list[str]":
 from nodeweave.cli.habits.invocation import AS_PROGRAM, INVOKED, as_program, invoked_argv  # noqa: E402,F401
 
 
+def _error(line) -> None:
+    """One error line on stderr: a byte that is not UTF-8 as the shell writes it, and a character no terminal shows
+    as itself (a right-to-left override, a control character) as Python writes it (usertext.visible)."""
+    typer.echo(f"nodeweave: error: {shell_shown(visible(str(line)))}", err=True)
+
+
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code.
 
@@ -416,9 +422,9 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     from nodeweave.entrypoint.planning.variables import unknown_lines
 
     for line in unknown_lines(os.environ, read_here=CLI_VARIABLES):  # a name only the nodes read: said so
-        typer.echo(f"nodeweave: warning: {line}", err=True)
+        typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
     for line in node_variable_lines():  # a right name this command ignores: said as the typo is (walk6 W13)
-        typer.echo(f"nodeweave: warning: {line}", err=True)
+        typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
 
 
 COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")  # typer's completion classes
@@ -458,10 +464,10 @@ def _main(argv: "list[str]") -> int:
 
         empty = variable_problem()
         if empty:  # one rule for every variable the CLI reads, before any verb reads one its own way
-            typer.echo(f"nodeweave: error: {empty}", err=True)
+            _error(empty)
             return EXIT_USAGE
     if refusal is not None:
-        typer.echo(f"nodeweave: error: {refusal}", err=True)
+        _error(refusal)
         return refusal.exit_code
     argv = moved
     if argv[:1] in (["sync"], ["bench"]):
@@ -480,7 +486,7 @@ def _main(argv: "list[str]") -> int:
         result = app(args=argv, prog_name="nodeweave", standalone_mode=False)
     except NodeweaveError as err:
         for line in str(err).splitlines() or [""]:  # several mistakes (a spec's): each line stands on its own
-            typer.echo(f"nodeweave: error: {shell_shown(line)}", err=True)
+            _error(line)
         return err.exit_code
     except typer.Exit as ex:
         return ex.exit_code
@@ -492,7 +498,7 @@ def _main(argv: "list[str]") -> int:
             raise  # stdout itself failed: main's guard ends it quietly or in one line
 
         problem = from_os_error(err)
-        typer.echo(f"nodeweave: error: {problem}", err=True)
+        _error(problem)
         return problem.exit_code
     except typer.Abort:
         typer.echo("nodeweave: aborted", err=True)
@@ -503,14 +509,14 @@ def _main(argv: "list[str]") -> int:
         said = str(err) if isinstance(err, NotText) else (
             f"{err}: what you gave (an argument, a folder's or a file's name, a file of yours) holds bytes that are "
             "not UTF-8 text here; save or rename it as UTF-8")
-        typer.echo(f"nodeweave: error: {shell_shown(said)}", err=True)
+        _error(said)
         return EXIT_USAGE
     except Exception as err:  # click's usage errors arrive here with standalone_mode=False
         line = _click_error_line(err)
         if line is None:
             raise
         if line[0]:
-            typer.echo(line[0], err=True)
+            typer.echo(shell_shown(visible(line[0])), err=True)
         return line[1]
     return result if isinstance(result, int) else 0
 

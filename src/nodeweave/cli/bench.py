@@ -19,6 +19,7 @@ from nodeweave.cli.habits.coercion import seconds_option
 from nodeweave.cli.habits.output import complete_comma_list, complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
+from nodeweave.usertext import styled
 
 
 # Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
@@ -62,7 +63,7 @@ def bench(
     output: str = output_option(),
     json_path: Optional[Path] = typer.Option(None, "--json-out", callback=output_file, show_default=False,
                                    help=f"where to write every number, a .json file (default: runs/{DEFAULT_JSON_NAME} "
-                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here; one file per bench, "
+                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here, but never a runs/ made in / or a system folder; one file per bench, "
                                    "so an earlier result is kept) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
@@ -74,7 +75,7 @@ def bench(
                                  "the files they write; start nothing"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.bench import options, report, runner
     from nodeweave.cluster.sweep import assignment_notes, parse_sweeps, sweep_points
@@ -108,8 +109,16 @@ def bench(
         from nodeweave.cluster.runfolder import RUNS
         from nodeweave.specpath import spec_folder
 
+        from nodeweave.systemdirs import made_in_system_folder
+
         spec_here = find_spec(None)
         parent = spec_folder(spec_here) / RUNS
+        accepted = ("; accepted: --json-out FILE in a folder of your own, or bench run from your project's folder "
+                    "(runs/ beside its nodeweave.yaml)")
+        made = made_in_system_folder(str(parent))  # run from / or /usr/local: runs/ made there (replay10 R3), said
+        if made:  # as --json-out's, the option that moves it, before runs/'s own rule names a folder option
+            raise UsageError(f"{option_named('json_path', '--json-out', parent / DEFAULT_JSON_NAME, ctx)}: {made}"
+                             f"{accepted}")
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
             parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
         json_path = default_json_path(Path(os.path.abspath(parent)))
@@ -117,7 +126,7 @@ def bench(
 
         problem = file_to_write_problem(json_path, "--json-out")  # the rules --json-out's callback applies
         if problem:
-            raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}")
+            raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}{accepted}")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",
@@ -126,8 +135,8 @@ def bench(
         refuse_foreign_file(plot, "--plot", "chart")
     for note in assignment_notes(axes, {}, runs=False):  # after every refusal: a refusal is the one line
         tell(f"note: {note}")
-    err_console = Console(stderr=True)
-    console = err_console if data_out else Console()
+    err_console = people_console(stderr=True)
+    console = err_console if data_out else people_console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
     _refuse_sizes_past_memory(config)
@@ -140,7 +149,7 @@ def bench(
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:
-        err_console.print(f"[bold]bench[/bold] run {index}/{total}: {label}")
+        err_console.print(styled(("bench", "bold"), f" run {index}/{total}: {label}"))
 
     runs = runner.run_matrix(config, points, echo=echo, on_start=on_start)
     ranking = runner.rank_runs(runs, op_list[0])
@@ -265,11 +274,9 @@ def _show(runs, ranking, points, op_list, console, err_console) -> None:
         if run.report and not points:
             console.print(report.results_table(run))
         if not run.correct:
-            from rich.markup import escape
-
-            cause = f": {escape(run.cause)}" if run.cause else ""  # the worker's own error first (walk9 A3)
-            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]{cause}; its output ended:",
-                              highlight=False)
+            cause = ("; " + run.cause) if run.cause else ""  # the worker's own error first (walk9 A3)
+            err_console.print(styled((f"run {run.label!r} failed (exit {run.exit_code})", "red"), cause,
+                                     "; its output ended:"))
             err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
     if points:
         console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))

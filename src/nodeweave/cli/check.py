@@ -19,6 +19,7 @@ from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, judge_runs_written,
                                          output_option, runs_folder_written, runs_parent, tell)
 from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.usertext import styled
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -70,12 +71,12 @@ def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = 
 
     result = run_check(nodes, phase, job_context(spec, spec_path, backend), out)
     if result.document is None:
-        out.print(f"[bold]nodeweave:[/] the check did not finish: {result.run.get('summary')}; logs in "
-                  f"{result.folder}", highlight=False)
+        out.print(styled(("nodeweave:", "bold"), f" the check did not finish: {result.run.get('summary')}; logs in "
+                                                 f"{result.folder}"), highlight=False)
     else:
         out.print(render(result))
         (result.folder / "check.txt").write_text(plain_text(result), encoding="utf-8")
-        out.print(f"[bold]nodeweave:[/] report in {result.folder}", highlight=False)
+        out.print(styled(("nodeweave:", "bold"), f" report in {result.folder}"), highlight=False)
     emit(result.to_dict(), fmt)
     return result
 

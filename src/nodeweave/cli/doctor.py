@@ -17,6 +17,7 @@ import typer
 from nodeweave.cli.habits.nodes import checked_selectors, complete_node
 from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
+from nodeweave.usertext import styled
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.console import Console
@@ -97,7 +98,7 @@ def _findings(findings) -> Table:
     for name in ("severity", "code", "finding", "what to do"):
         table.add_column(name, overflow="fold")
     for f in findings:
-        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, f.message, f.action)
+        table.add_row(styled((f.severity, _STYLE[f.severity])), f.code, f.message, f.action)
     return table
 
 
@@ -110,12 +111,12 @@ def _cluster_table(view) -> Table:
     for label in labels:
         table.add_column(label, overflow="fold")
     for field, values, differs in rows:
-        table.add_row(field, *[f"[bold yellow]{v}[/]" if d else v for v, d in zip(values, differs)])
+        table.add_row(field, *[styled((str(v), "bold yellow")) if d else v for v, d in zip(values, differs)])
     return table
 
 
 def _cluster(fmt: str, node: "list[str]") -> None:
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.doctor.cluster import NotANode, survey_here, survey_targets
 
@@ -136,7 +137,7 @@ def _cluster(fmt: str, node: "list[str]") -> None:
     if is_data(fmt):
         emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
-        print_cluster_view(view, Console(width=table_width()))
+        print_cluster_view(view, people_console(width=table_width()))
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
 
@@ -268,8 +269,8 @@ def print_cluster_view(view, console: Console) -> None:
     if view.findings:
         console.print(_findings(view.findings))
     errors = sum(f.severity == "error" for f in view.findings)
-    console.print(f"{'[bold red]errors found[/]' if errors else '[green]no errors[/]'}: {errors} error(s), "
-                  f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
+    console.print(styled(("errors found", "bold red") if errors else ("no errors", "green"),
+                         f": {errors} error(s), {len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)"))
 
 
 # doctor's two modes besides judging this machine, what each is, and the flags it reads (-o, --json and --dry-run:
@@ -383,9 +384,8 @@ def doctor(
     with --cluster, the nodes to ask through (KIND:NAME addresses, or indices and names of the cluster
     `nodeweave up` made; default: every node).
     """
-    from rich.console import Console
-
     from nodeweave.doctor import diagnose
+    from nodeweave.usertext import console as people_console
 
     fmt = data_format(json_output, output)
     refuse_idle_flags({"--cluster": cluster, "--capture": capture is not None, "--sysroot": sysroot is not None,
@@ -411,7 +411,7 @@ def doctor(
     if is_data(fmt):
         emit(diagnosis.to_dict(), fmt)
     else:
-        console = Console(width=table_width())
+        console = people_console(width=table_width())
         console.print(_hardware(diagnosis.node))
         if diagnosis.plan is not None:
             if diagnosis.plan.topology is not None:
@@ -420,8 +420,9 @@ def doctor(
         if diagnosis.findings:
             console.print(_findings(diagnosis.findings))
         counts = diagnosis.counts()
-        verdict = "[bold red]errors found[/]" if diagnosis.exit_code else "[green]no errors[/]"
-        console.print(f"{verdict}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)")
+        verdict = ("errors found", "bold red") if diagnosis.exit_code else ("no errors", "green")
+        console.print(styled(verdict, f": {counts['error']} error(s), {counts['warning']} warning(s), "
+                                      f"{counts['info']} note(s)"))
     if diagnosis.exit_code:
         raise typer.Exit(diagnosis.exit_code)
 

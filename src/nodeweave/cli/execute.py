@@ -16,6 +16,7 @@ from nodeweave.cli.habits.nodes import NODE, pick_nodes
 from nodeweave.cli.habits.dashes import CommandAfterDashes
 from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, tell
 from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.usertext import styled
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -93,7 +94,7 @@ def _report(command: List[str], results, fmt: str, out) -> None:
     emit({"command": command, "nodes": [r.to_dict() for r in results]}, fmt)
     if any(r.exit_code != 0 for r in results):
         raise NodeweaveError(line)
-    out.print(f"[bold]nodeweave:[/] {line}", highlight=False)
+    out.print(styled(("nodeweave:", "bold"), f" {line}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

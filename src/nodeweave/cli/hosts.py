@@ -17,7 +17,8 @@ from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.nodes import checked_selectors
 from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option, tell
-from nodeweave.errors import EnvironmentProblem, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.usertext import styled
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.table import Table
@@ -54,7 +55,7 @@ def probe_command(
 ) -> None:
     """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable
     (3 when the Kubernetes API cannot be reached for any pod)."""
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.hosts import probe_hosts
 
@@ -91,7 +92,7 @@ def probe_command(
         return
     if missing:
         raise EnvironmentProblem(missing[0])
-    console = Console(stderr=is_data(fmt), width=_table_width())
+    console = people_console(stderr=is_data(fmt), width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs)
     if is_data(fmt):
@@ -204,7 +205,7 @@ def _table(reports: list) -> Table:
         gpus = node.get("gpus") or {}
         iface, ipv4 = node.get("interface"), node.get("local_ipv4")
         model = gpus.get("model") or gpus.get("vendor") or ""
-        table.add_row(r.target.label, f"[{_STYLE[r.status]}]{r.status}[/]",
+        table.add_row(r.target.label, styled((r.status, _STYLE[r.status])),
                       (f"{gpus.get('count', 0)} x {model}" if gpus.get("count") else "none") if r.node else "-",
                       describe_nics(node) if r.node else "-",
                       f"{iface} {ipv4}" if iface and ipv4 else (iface or "-"),

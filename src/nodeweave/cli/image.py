@@ -135,7 +135,7 @@ def build(
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.build import BUILDX, check_network_exists, detect_engine, prepare_build
     from nodeweave.build.plan import image_plan
@@ -161,7 +161,7 @@ def build(
     writable_dir(context_dir, "--context" if context is not None else "the build context (the spec's folder, "
                  "--context's default)", missing="that exists: the folder the build reads and writes its "
                  "wheelhouse/ into", system_ok=context is None)
-    console = Console(stderr=True, soft_wrap=True)
+    console = people_console(stderr=True, soft_wrap=True)
     if target != "local":
         refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
                                           "--wheelhouse": wheelhouse, "--offline": offline, "--network": network,
@@ -192,7 +192,7 @@ def build(
         show_plan(plan, fmt)  # its notes: what the build writes beside the Dockerfile, what would fail
         return
     for note in prepared.notes:
-        console.print(f"[dim]{note}[/dim]", highlight=False)
+        console.print(note, style="dim", highlight=False)
     result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
     _report(result, variant, prepared.plan, spec_path)
 
@@ -236,7 +236,7 @@ def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
 
 
 def _report(result, variant: str, plan, spec_path: Path) -> None:
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     if result.digests:
         from nodeweave.build.pushed import record_push
@@ -244,7 +244,7 @@ def _report(result, variant: str, plan, spec_path: Path) -> None:
         from nodeweave.specpath import spec_folder
 
         record_push(spec_folder(spec_path), result.digests)
-    Console().print(_summary(variant, plan, result))
+    people_console().print(_summary(variant, plan, result))
     if result.digests:
         digest = result.digests[plan.tags[0]]
         typer.echo(f"pushed {plan.tags[0]} as {digest} (recorded in .nodeweave/pushed.json; `nodeweave up` on "

@@ -18,6 +18,7 @@ from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_da
                                          output_option, runs_folder_written, runs_parent)
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.usertext import styled
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -602,7 +603,7 @@ def note_script(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
 
 def _finish(data: dict, fmt: str, out) -> None:
-    out.print(f"[bold]nodeweave:[/] {data['summary']}; run folder {data['folder']}", highlight=False)
+    out.print(styled(("nodeweave:", "bold"), f" {data['summary']}; run folder {data['folder']}"), highlight=False)
     emit(data, fmt)
     if data["exit_code"] == 130:
         raise typer.Exit(130)

@@ -34,7 +34,7 @@ def variants(
     output: str = output_option(),
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
     from rich.table import Table
 
     records = variant_records()
@@ -54,7 +54,7 @@ def variants(
         index = r["torch_index_url"].rsplit("/", 1)[-1]
         wide = [str(r.get("python") or "-"), r["torch_index_url"]] if output == "wide" else []
         table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"], *wide)
-    Console(width=table_width()).print(table)
+    people_console(width=table_width()).print(table)
 
 
 def deprecated_variants(

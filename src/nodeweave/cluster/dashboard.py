@@ -136,12 +136,32 @@ def _finite(value):
     return value
 
 
+def motion(live: Optional[dict]) -> dict:
+    """The header's word for the job, ``top``'s and the page's alike: ``said`` and its ``kind`` (good, bad). STALLED
+    where the stall watch says so; "moving" only while a node runs and a rank has been seen (walk9 A18, replay10:
+    "moving" was drawn above two nodes failed (exit 255) and no rank at all)."""
+    live = live or {}
+    stall = (live.get("verdicts") or {}).get("stall")
+    if stall:
+        return {"said": f"STALLED {stall.get('where')} for {stall.get('for_s') or 0:.0f}s", "kind": "bad"}
+    nodes = live.get("nodes") or []
+    if nodes and not any(n.get("state") == "running" for n in nodes):
+        counts: dict = {}
+        for node in nodes:
+            counts[str(node.get("state") or "-")] = counts.get(str(node.get("state") or "-"), 0) + 1
+        said = ", ".join(f"{count} {state}" for state, count in sorted(counts.items(), key=lambda kv: -kv[1]))
+        return {"said": f"not moving: no node running ({said})", "kind": "bad"}
+    if not live.get("ranks"):
+        return {"said": "no rank seen yet (not moving, as far as node 0 knows)", "kind": "bad"}
+    return {"said": "moving", "kind": "good"}
+
+
 def state(readings: List[Reading], asked: dict, source: str) -> dict:
     """What the page draws: the newest picture and what the readings show over time."""
     live = readings[-1][1] if readings else None
     return _finite({"schema": SCHEMA, "mode": "live", "source": source, "answering": asked.get("answering"),
                     "why": asked.get("why") or "", "asked_at": asked.get("asked_at"),
-                    "read_at": readings[-1][0] if readings else None, "live": live,
+                    "read_at": readings[-1][0] if readings else None, "live": live, "motion": motion(live),
                     "rates": rates(readings), "heat": heat_map(readings)})
 
 

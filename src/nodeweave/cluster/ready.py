@@ -17,11 +17,11 @@ from typing import Dict, List
 
 from rich.console import Console
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.steps import fan_out
+from nodeweave.usertext import styled
 from nodeweave.errors import NodeweaveError
 from nodeweave.entrypoint.nodelists import ranges
 
@@ -49,7 +49,7 @@ class Progress:
         now = time.monotonic()
         for node in self.nodes:
             style = "green" if node.index in self.ready else "yellow"
-            table.add_row(node.name, escape(node.remote.label), f"[{style}]{escape(self.state.get(node.index, 'asking'))}[/]",
+            table.add_row(node.name, node.remote.label, styled((self.state.get(node.index, "asking"), style)),
                           f"{now - self.since.get(node.index, self.started):.0f} s")
         return table
 

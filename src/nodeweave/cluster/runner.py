@@ -31,6 +31,7 @@ from rich.text import Text
 from nodeweave.cluster.base import Node
 from nodeweave.entrypoint.nodelists import noted_ranges, ranges
 from nodeweave.steps import fan_out
+from nodeweave.usertext import styled
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 STOP_MARGIN = 20.0  # seconds past the grace before a still-running exec client is killed here
@@ -236,7 +237,7 @@ class Runner:
         self.interrupted = True
 
     def _say(self, text: str) -> None:
-        self.console.print(f"[bold]nodeweave:[/] {text}", highlight=False)
+        self.console.print(styled(("nodeweave:", "bold"), f" {text}"), highlight=False)
 
     # --- stopping ------------------------------------------------------------------------------------
     def _stop_all(self) -> None:

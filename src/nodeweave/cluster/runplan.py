@@ -24,6 +24,7 @@ from nodeweave.cluster.verbs import node_commands
 from nodeweave.hidden import hide
 from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.entrypoint.nodelists import ranges
+from nodeweave.usertext import styled
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,10 @@ class RunSession:
             self.on_folder(folder.path)
         planned: RunRequest = phase.request
         env = planned.env
-        self.out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(self.nodes)} node(s) ({self.context.target}): "
-                       f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={hide(v)}' for k, v in env.items())}"
-                                                          if env else ""), highlight=False)
+        self.out.print(styled(("nodeweave:", "bold"),
+                              f" run {folder.run_id} on {len(self.nodes)} node(s) ({self.context.target}): "
+                              f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={hide(v)}' for k, v in env.items())}"
+                                                                 if env else "")), highlight=False)
         data = run_job(self.nodes, replace(planned, run_id=folder.run_id), phase.launches(folder.run_id), folder,
                        self.context, self.out, quiet=self.quiet)
         recovered = (data.get("recovery") or {}).get("restarts")
@@ -138,13 +140,13 @@ class RunSession:
         table = sweep_table(self.rows, self.sweep.metric, self.sweep.lower_is_better)
         self.out.print(table)
         (self.sweep_folder.path / "sweep.txt").write_text(_plain(table), encoding="utf-8")
-        self.out.print(f"[bold]nodeweave:[/] sweep folder {self.sweep_folder.path}", highlight=False)
+        self.out.print(styled(("nodeweave:", "bold"), f" sweep folder {self.sweep_folder.path}"), highlight=False)
         return table
 
 
 def _plain(table) -> str:
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
-    text = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    text = people_console(width=200, record=True, file=io.StringIO(), color_system=None)
     text.print(table)
     return text.export_text()

@@ -135,8 +135,9 @@ def _gpus(gpu: Optional[dict]) -> str:
 def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Table":
     """One row per node; ``wide`` (-o wide) adds the processes per node, and keeps a down node's reason and a
     plan's errors whole instead of cut at 60 characters."""
-    from rich.markup import escape
     from rich.table import Table
+
+    from nodeweave.usertext import styled
 
     agree = agreement(rows)
     title = f"{backend.spec.name}: {backend.where}; plans " + {
@@ -160,11 +161,10 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
         plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:cut] if r["plan_errors"] else "-")
         more = ("-" if r.get("procs") is None else str(r["procs"]),)
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
-        table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
-                      r["mode"] or "-", rank_text(r),
-                      f"[{style}]{escape(plan)}[/]" if style else escape(plan),
-                      escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
-                      escape(_gpus(r["gpu"])), *[escape(m) for m in (more if wide else ())])
+        table.add_row(r["node"], r["reached_as"], styled((state, "green" if r["up"] else "red")),
+                      r["mode"] or "-", rank_text(r), styled((plan, style)) if style else plan,
+                      _since(r["run"], r["now"]) + _generation(r.get("recovery")),
+                      _gpus(r["gpu"]), *(more if wide else ()))
     return table
 
 

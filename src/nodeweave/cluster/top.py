@@ -21,6 +21,7 @@ from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.checkin.summary import WHOLE_UP_TO, WORST
 from nodeweave.entrypoint.metrics.shape import SERVER_NAME as METRICS_SERVER, live_problem, not_http_problem
 from nodeweave.usertext import cell
+from nodeweave.cluster.dashboard import motion
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "redone": "magenta",
@@ -236,7 +237,6 @@ def picture(live: dict, everything: bool = False) -> Group:
     """The job now: a header line, the nodes, the ranks (a straggler in red), every node's GPUs, the goodput.
     Past ``WHOLE_UP_TO`` rows a table shows counts by state and its ``WORST`` rows (``everything``: all)."""
     book = live.get("book") or {}
-    verdicts = live.get("verdicts") or {}
     step = live.get("step")
     head = Text(f"job {live.get('job') or '?'}  generation {book.get('generation', 0)}  "
                 f"restarts {book.get('restarts', 0)}  ", style="bold")
@@ -244,9 +244,8 @@ def picture(live: dict, everything: bool = False) -> Group:
         head.append(f"step {step[1]} ({step[0]})  {_rate(live.get('steps_per_s'))} steps/s  ")
     elif live.get("step_note"):
         head.append(f"{live['step_note']}  ", style="yellow")
-    stall = verdicts.get("stall")
-    head.append(f"STALLED {stall.get('where')} for {stall.get('for_s', 0):.0f}s" if stall else "moving",
-                style="bold red" if stall else "green")
+    said = motion(live)  # the page's header word too (walk9 A18: "moving" above failed nodes and no rank)
+    head.append(said["said"], style="bold red" if said["kind"] == "bad" else "green")
     every_node = live.get("nodes") or []
     shown, left = _cut(every_node, everything, lambda n: (n.get("state") == "running", -(n.get("heartbeat_age_s")
                                                                                          or 0), _order(n.get("node"))))

@@ -28,7 +28,9 @@ from .planning.contract import STALL_WARN_S
 def run(settings, log):
     """The node's start to its exit: the launcher's exit code (an exec'd launcher never returns)."""
     from .metrics import arm  # node 0's /metrics and goodput timeline, once it watches (docs/observability.md)
+    from .running.supervise import stops_said
 
+    stops_said()  # a stop before any launcher (the check-in, a spare's wait) ends the node in its one line too
     try:
         arm(settings, log)
         if settings.get("run_id"):

@@ -18,7 +18,9 @@ from rich.table import Table
 
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError
+from nodeweave.failures import ssh_cut_off, ssh_unreached
 from nodeweave.remote.kube import api_unreachable
+from nodeweave.usertext import console as people_console, styled
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.outcome import TargetResult
@@ -40,9 +42,9 @@ class LiveTargets:
     """A rich Progress with one row per target; safe to update from worker threads."""
 
     def __init__(self, targets: "list[Remote]", console: Console):
-        self.progress = Progress(TextColumn("{task.fields[label]}", style="bold"),
+        self.progress = Progress(TextColumn("{task.fields[label]}", style="bold", markup=False),
                                  BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                 TextColumn("{task.fields[stage]}"), TimeElapsedColumn(),
+                                 TextColumn("{task.fields[stage]}", markup=False), TimeElapsedColumn(),
                                  console=console, transient=False, disable=not console.is_terminal)
         self._tasks: "dict[Remote, TaskID]" = {
             t: self.progress.add_task("", total=100, label=t.label, stage="queued") for t in targets}
@@ -72,8 +74,8 @@ def summary_table(results: "list[TargetResult]", source_digest: "str | None", ti
         method = f"{r.method} {r.relay}" if r.relay and r.relay.startswith("from ") else r.method
         table.add_row(r.target.label, method, f"{r.files:,}", human_bytes(r.bytes),
                       f"{r.seconds:.1f}", digest,
-                      f"[{_STATUS_STYLE.get(r.status, '')}]{r.status}[/]" + (
-                          f" ({r.attempts} tries)" if r.attempts > 1 else ""))
+                      styled((r.status, _STATUS_STYLE.get(r.status, "")),
+                             f" ({r.attempts} tries)" if r.attempts > 1 else ""))
     return table
 
 
@@ -87,11 +89,11 @@ def check_table(results: "list[TargetResult]", source_digest: str, git_commit: "
         stamp = (r.check.stamp if r.check else None) or {}
         commit = str(stamp.get("commit") or "-")[:12]
         if git_commit and stamp.get("commit") and stamp.get("commit") != git_commit:
-            commit = f"[yellow]{commit}[/]"
+            commit = styled((commit, "yellow"))
         digest = r.check.digest[:12] if r.check and r.check.digest else "-"
         table.add_row(r.target.label, commit, str(stamp.get("branch") or "-"),
                       str(stamp.get("synced_at") or "no stamp"), digest,
-                      f"[{_STATUS_STYLE.get(r.status, '')}]{r.status}[/]")
+                      styled((r.status, _STATUS_STYLE.get(r.status, ""))))
     return table
 
 
@@ -113,16 +115,19 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
     stdout, everything else on stderr; ``stderr``: the tables too, as a dry run under ``-o json`` shows what
     would move); NodeweaveError names failures."""
     as_data = fmt in ("json", "yaml")
-    console = Console(stderr=as_data or stderr, width=_table_width())
+    console = people_console(stderr=as_data or stderr, width=_table_width())
     secrets = req.fileset.held_back_secrets
     if secrets:
         more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
-        console.print(f"[yellow]held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
-                      f"{more} (--include-secrets sends them)[/]")
+        console.print(f"held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
+                      f"{more} (--include-secrets sends them)", style="yellow")
     with LiveTargets(list(req.targets), console) as live:
         results, digest = (run_check if req.options.check else run_sync)(req, live.update)
+    cut = None if req.options.dry_run else _cut_off(results, req.options.check)
     if as_data:
         _emit(as_document(req, results, digest), fmt)
+    elif cut is not None:  # no target reached: the one line, not a table of failed rows (replay10 A35)
+        raise cut
     elif req.options.check:
         console.print(check_table(results, digest, req.git.commit))
     else:
@@ -132,7 +137,7 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
         console.print(summary_table(results, digest, _title(req)))
     for r in results:
         if r.relay and r.relay.startswith("direct:"):
-            console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", highlight=False,
+            console.print(f"relay: {r.target.label} was sent the payload {r.relay}", style="yellow", highlight=False,
                           soft_wrap=True)
     _raise_on_failure(req, results)
 
@@ -154,20 +159,30 @@ def _title(req: SyncRequest) -> str:
             f"to {req.dest}{at}")
 
 
+def _cut_off(results: "list[TargetResult]", check: bool = False) -> "EnvironmentProblem | None":
+    """The one line (exit 3) when no failed target was reached at all (the Kubernetes API, or ssh, reached none of
+    them: nothing about the targets is known, as every verb says it), else None."""
+    failed = [r for r in results if not r.ok]
+    cut_off = [r for r in failed if api_unreachable(r.error)]
+    if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):
+        from nodeweave.failures import api_cut_off
+
+        return api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
+                           "nothing synced to")
+    if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
+        return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
+                           "nothing checked on" if check else "nothing synced to")
+    return None
+
+
 def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     failed = [r for r in results if not r.ok]
     commits = {str((r.check.stamp or {}).get("commit")) for r in results if r.check and r.check.stamp}
     split = req.options.check and len(commits) > 1
     if split:
         typer.echo(f"nodeweave: targets disagree on the commit: {', '.join(sorted(commits))}", err=True)
-    cut_off = [r for r in failed if api_unreachable(r.error)]
-    ending: "NodeweaveError | None" = None
-    if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
-        from nodeweave.failures import api_cut_off
-
-        ending = api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
-                             "nothing synced to")
-    elif failed:
+    ending: "NodeweaveError | None" = _cut_off(results, req.options.check)  # one cause, none reached: exit 3
+    if ending is None and failed:
         ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
                                 f"{'match' if req.options.check else 'sync'}: "
                                 + ranges(r.target.label for r in failed))

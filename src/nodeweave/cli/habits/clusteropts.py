@@ -222,11 +222,11 @@ def default_mode(spec) -> str:
 
 
 def console(stderr: bool = False):
-    from rich.console import Console
+    from nodeweave.usertext import console as people_console
 
     from nodeweave.cli.habits.output import table_width
 
-    return Console(stderr=stderr, width=table_width())
+    return people_console(stderr=stderr, width=table_width())
 
 
 def say(out):

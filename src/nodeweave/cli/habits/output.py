@@ -174,10 +174,11 @@ def in_system_tree(path: Path) -> str:
     """Why the file ``path`` may not be written there: its folder is inside one of the system's trees (``/etc``,
     ``/usr/share``, ...), as written or where links lead, the trees no folder option writes into either (walk6 M5:
     ``failures.own_folder_problem``), or directly in ``/`` or a system folder (``/var/lib``, ``/usr/local``) but the
-    scratch ones (``systemdirs.SCRATCH``: walk9 A32); a file in ``/tmp``, ``/var/tmp`` or ``/srv`` is fine. Else ""."""
+    scratch ones (``systemdirs.SCRATCH``: walk9 A32), or in a folder not there yet that would be made directly in one
+    (``/usr/local/runs/x.json``: replay10 R3); a file in ``/tmp`` or ``/var/tmp`` is fine. Else ""."""
     import os
 
-    from nodeweave.systemdirs import SCRATCH, SYSTEM_TREES, system_folder, system_tree
+    from nodeweave.systemdirs import SCRATCH, SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     folder = Path(os.path.abspath(path)).parent
     for seen in (folder, folder.resolve()):
@@ -188,13 +189,15 @@ def in_system_tree(path: Path) -> str:
         if system_folder(str(seen)) and str(seen) not in SCRATCH:  # walk9 A32: /var/lib, /usr/local, /var, /
             return (f"its folder {seen} is / or a system folder, where nodeweave writes nothing (of those, only "
                     f"{' and '.join(SCRATCH)} take a file)")
-    return ""
+    return made_in_system_folder(str(folder)) or ""
 
 
 def tell(line: str) -> None:
     """One line for the user on stderr, with the ``nodeweave:`` prefix every stderr line carries, so a note is told
     from a child's output and from stdout's plan (replay6 N5: check's ownership note was a bare "note: ...")."""
-    typer.echo(f"nodeweave: {line}", err=True)
+    from nodeweave.usertext import visible  # a character no terminal shows as itself, escaped (replay10 R4)
+
+    typer.echo(f"nodeweave: {visible(line)}", err=True)
 
 
 def option_named(name: str, flag: str, value, ctx=None) -> str:

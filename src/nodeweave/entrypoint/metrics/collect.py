@@ -138,8 +138,8 @@ def families(live, now=None):
     family("nodeweave_stragglers", "gauge", "Ranks named stragglers now.", [(jobwide, len(named))])
 
     # --- steps: the training's own log lines ---
-    if live.step is not None:
-        logger, number, _ = live.step
+    if live.shown_step() is not None:  # none while node 0 sits the generation out (its lines, the steps, are gone)
+        logger, number, _ = live.shown_step()
         family("nodeweave_step", "gauge", "The newest step the training logged (its logger as a label).",
                [(dict(jobwide, logger=logger), number)])
     family("nodeweave_steps_per_second", "gauge", "Steps a second over the last 30 seconds up to now (0 within 30 s of the last step line).",
@@ -267,6 +267,6 @@ def status(live, now=None):
     return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
             "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
             "node_gpus": every,
-            "step": list(live.step) if live.step else None, "steps_per_s": live.step_rate(),
+            "step": list(live.shown_step()) if live.shown_step() else None, "steps_per_s": live.step_rate(),
             "step_note": live.step_note(),
             "goodput": account(timeline, now), "timeline": timeline}

@@ -222,11 +222,29 @@ class Live:
                 if self.step is None:  # said once, while the run goes on: never after its end's report
                     self.log(f"metrics: {self.step_note()}")
 
+    def node_0_left_out(self):
+        """The current generation's number when node 0 sits it out (recovery left it out: hub only, its ranks print
+        no step line), else None: node 0 reads the steps from its own ranks' output, so it knows none of it."""
+        gen = self.generation
+        return gen["generation"] if gen is not None and not gen.get("node_0_trains", True) else None
+
+    def shown_step(self):
+        """The newest step line's (logger, step, time), or None while node 0 sits the generation out (replay10 R5:
+        /status.json and /metrics kept generation 1's step 121 while generation 2 trained at 248)."""
+        return None if self.node_0_left_out() is not None else self.step
+
     def step_note(self, ended=False):
         """One line when the run read no step line (top draws no step, goodput counts none): what looked like one,
         and a ``metrics.step_pattern`` that reads it; None once a step line was read, and, until the run
         ``ended``, while nothing looked like one yet (a job still importing) or the lines that did named one step
-        number only (a resume line, a total: the step lines may come next)."""
+        number only (a resume line, a total: the step lines may come next). While node 0 sits the generation out,
+        that it does (replay10 R5: top drew the last generation's step as the job's)."""
+        left_out = self.node_0_left_out()
+        if left_out is not None and not ended:
+            last = f"; the last read, step {self.step[1]}, was an earlier generation's" if self.step else ""
+            return (f"step unknown: node 0 is left out of generation {left_out} (its ranks print nothing, and node 0 "
+                    f"reads the steps from their lines){last}; steps a second 0: node 0 cannot tell moving from "
+                    "stalled (the stall watch still can)")
         if self.step is not None or (not self.unread_moved and not ended):
             return None
         if self.unread is None:
@@ -386,6 +404,8 @@ class Live:
         between the last lines, and an alert on a rate near 0 never fired); the step before the window is its
         base, so steps slower than the window are not 0 between two lines only because none fell inside it."""
         gen = self.generation
+        if self.node_0_left_out() is not None:
+            return 0.0  # no step line can come: the gauge says so, and the documented alert fires (replay10 R5)
         steps = (gen or {}).get("steps") or []
         if len(steps) < 2:
             return None

@@ -222,19 +222,36 @@ def stall_problem(warn, timeout, timeout_given):
 
 
 PORT_MAX = 65535
-PORT_RANGE_ACCEPTED = "a port number from 1 to 65535 (e.g. 9464)"
+MASTER_PORT = 29500  # torchrun's rendezvous port by default; the exchange's is the master port + 1
+# Each port's own default, the example its refusal gives (replay10 B16: every port said "e.g. 9464", the metrics
+# port's, which the master and exchange ports then refuse as taken; a malformed one said "e.g. 5"), by its name.
+PORT_EXAMPLES = (("master", MASTER_PORT, "the default"), ("exchange", MASTER_PORT + 1, "the default: the master port + 1"),
+                 ("metrics", METRICS_PORT, "the default"), ("live", METRICS_PORT, "the metrics port's default"))
+
+
+def port_accepted(what):
+    """What a refusal of the port ``what`` ("master port", "exchange port", ...) accepts, its example its own
+    default (not another port's, which the check of ports that meet would then refuse)."""
+    port, said = next(((port, said) for word, port, said in PORT_EXAMPLES if word in str(what)),
+                      (METRICS_PORT, "the metrics port's default"))
+    return (f"a port number from 1 to {PORT_MAX} in plain decimal digits (e.g. {port}, {said}; not 0{port}, +{port}, "
+            f"-0 or {str(port)[:-3]}_{str(port)[-3:]})")
 
 
 def read_port(text, what, source):
     """Every port the entrypoint reads (master, exchange, metrics, ``--node live --port``): one line for both
-    ends of the range, naming it and a port as the example (walk9 B16: 0 was "a whole number of 1 or more
-    (e.g. 2)" while 70000 was "must be 1..65535"; B27: its bounds in every refusal)."""
-    if not plain_int(str(text).strip()) or str(text) != str(text).strip():
-        return read_int(1, maximum=PORT_MAX)(text, what, source)  # not a plain number: the numbers' one refusal
+    ends of the range and for a value that is no number, naming the range and the port's own default as the example
+    (walk9 B16: 0 was "a whole number of 1 or more (e.g. 2)" while 70000 was "must be 1..65535"; B27: its bounds in
+    every refusal; replay10 B16: each port's own example, never "e.g. 5")."""
+    if str(text) != str(text).strip() and plain_int(str(text).strip()):
+        return read_int(1, maximum=PORT_MAX)(text, what, source)  # white space at an end: the numbers' one refusal
+    if not plain_int(str(text)):
+        raise UsageError(f"{what} must be a whole number in 1..{PORT_MAX}, got {text!r} (from {source}); accepted: "
+                         f"{port_accepted(what)}")
     value = int(str(text))
     if not 1 <= value <= PORT_MAX:
         raise UsageError(f"{what} must be 1..{PORT_MAX}, got {value} (from {source}); accepted: "
-                         f"{PORT_RANGE_ACCEPTED}")
+                         f"{port_accepted(what)}")
     return value
 
 

@@ -20,8 +20,8 @@ Every value carries the source it came from.
 """
 
 from . import consistency
-from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int, \
-    read_port
+from .contract import MASTER_PORT, NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, \
+    read_int, read_port
 from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
@@ -29,7 +29,7 @@ from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
 from .variables import inherited_output_lines, unknown_lines
 
-DEFAULT_PORT = 29500
+DEFAULT_PORT = MASTER_PORT  # contract's, the example a port refusal gives too
 
 
 class ReplicasWanted(Exception):

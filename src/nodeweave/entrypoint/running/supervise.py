@@ -143,6 +143,19 @@ def said_stopped(stopped, code, aside=None, others=None):
             (f"; the launcher's output after the signal (its traceback of it): {aside}" if aside else ""))
 
 
+def stops_said():
+    """From the node's start: a stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) with no launcher running ends it with 128+N
+    in one line (:func:`stop_waiting`), as :func:`launcher_gone` says it once a launcher is reaped: node 0 waiting at
+    its check-in, a node waiting for node 0, a spare waiting to be called (replay10 B23: those ended 143 by the
+    default action, atexit's work undone, or 130 by a KeyboardInterrupt, without a word). A launch forwards them to
+    its launcher meanwhile (``forward``); a hold sets its own."""
+    import signal
+
+    for sig in _numbers(STOPPING):
+        if signal.getsignal(sig) != signal.SIG_IGN:  # ignored by whoever started it (nohup, a shell's `&`): kept so
+            signal.signal(sig, stop_waiting)
+
+
 def stop_waiting(signum, _frame):
     """A stop sent to a node with no launcher running: its exit, 128+N, with atexit's work done (a checkpoint
     folder's claim released, the goodput timeline written)."""
