@@ -1,0 +1,113 @@
+"""walk10c rows fixed by fix10c2 (issue 43): each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from team_folder import make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+def _record(team, **made):
+    """A record of `up` as a real up writes it: what it was told and what it made."""
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True, exist_ok=True)
+    told = {"target": made["target"]}
+    (folder / "cluster.json").write_text(json.dumps({**told, "made": {"job": "team", **made}}))
+
+
+def _fake_engines(team, monkeypatch, answering: str):
+    """docker and podman clients on PATH; only ``answering``'s daemon answers; both know no container."""
+    bin_dir = team / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for engine in ("docker", "podman"):
+        up = "0" if engine == answering else "1"
+        (bin_dir / engine).write_text(f"""#!/bin/sh
+case "$*" in
+  "version --format {{{{.Server.Version}}}}") [ {up} = 0 ] || {{ echo "Cannot connect to the Docker daemon at \
+unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1; }}; echo 27.0.3 ;;
+  "compose version") echo 2.29 ;;
+  inspect*) echo "Error: No such object" >&2; exit 1 ;;
+  *) exit 0 ;;
+esac
+""")
+        (bin_dir / engine).chmod(0o755)
+    (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "podman-compose").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize("recorded, argv", [("docker", ["--engine", "podman"]), ("podman", ["--engine", "docker"]),
+                                            ("docker", [])])
+def test_c19_up_on_another_engine_than_the_recorded_one_is_refused(capsys, team, monkeypatch, recorded, argv):
+    """C19: `up --engine podman` (or $NODEWEAVE_ENGINE) beside a job the record says is up on docker would write a
+    new job token and start a second cluster: refused, exit 3, as up on another target is, dry run or not."""
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    _fake_engines(team, monkeypatch, "podman")
+    other = "podman" if recorded == "docker" else "docker"
+    if not argv:
+        monkeypatch.setenv("NODEWEAVE_ENGINE", other)
+    _record(team, target="local", project="team-1234abcd", where=f"{recorded} on this machine",
+            engine=recorded, engine_host=None)
+    token = team / ".nodeweave" / "team" / "job-token"
+    for dry in (["--dry-run"], []):
+        code, out, err = run_cli(capsys, "up", "--hold", *argv, *dry)
+        line = one_line(err)
+        assert code == EXIT_ENVIRONMENT, (out, err)
+        assert f"records team up on {recorded}" in line and f"would start it on {other}" in line
+        assert f"`nodeweave down --engine {recorded}`" in line
+    assert not token.exists()
+
+
+def test_c19_a_verb_naming_no_engine_follows_the_recorded_one(capsys, team, monkeypatch):
+    """C19: with podman the default here, a job up on docker is looked at on docker by a verb that names none."""
+    _fake_engines(team, monkeypatch, "docker")
+    monkeypatch.delenv("NODEWEAVE_ENGINE", raising=False)
+    _record(team, target="local", project="team-1234abcd", where="docker on this machine", engine="docker")
+    code, out, err = run_cli(capsys, "down", "--dry-run")
+    assert "docker" in out + err and "podman-compose" not in out + err
+
+
+@pytest.mark.parametrize("then, now", [("unix:///run/other/docker.sock", None),
+                                       (None, "unix:///run/other/docker.sock")])
+def test_c18_a_daemon_up_reached_through_docker_host_is_named_not_another_engine(capsys, team, monkeypatch,
+                                                                                   then, now):
+    """C18: a job brought up through $DOCKER_HOST, looked at from a shell without it (or the other way round):
+    the message names the recorded DOCKER_HOST and how to set it again, never "use --engine podman"."""
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    _fake_engines(team, monkeypatch, "podman")  # docker's daemon does not answer here
+    if now:
+        monkeypatch.setenv("DOCKER_HOST", now)
+    else:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    _record(team, target="local", project="team-1234abcd", where="docker on this machine", engine="docker",
+            engine_host=then)
+    code, _, err = run_cli(capsys, "status")
+    line = one_line(err)
+    assert code == EXIT_ENVIRONMENT, err
+    assert "--engine podman" not in line
+    assert (f"`export DOCKER_HOST={then}`" if then else "`unset DOCKER_HOST`") in line
+
+
+def test_c18_up_records_the_engine_and_its_daemon(team, monkeypatch):
+    """C18: what up records names the engine and the $DOCKER_HOST it reached the daemon through."""
+    from nodeweave.cluster.backends.local import LocalCluster
+    from nodeweave.cluster.onbackend import made
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.spec import load_spec
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///run/x.sock")
+    spec_path = team / "nodeweave.yaml"
+    backend = LocalCluster(load_spec(spec_path), spec_path, ClusterOptions(target="local", engine="docker").checked())
+    record = made(backend)
+    assert record["engine"] == "docker" and record["engine_host"] == "unix:///run/x.sock"
