@@ -111,3 +111,21 @@ def test_c18_up_records_the_engine_and_its_daemon(team, monkeypatch):
     backend = LocalCluster(load_spec(spec_path), spec_path, ClusterOptions(target="local", engine="docker").checked())
     record = made(backend)
     assert record["engine"] == "docker" and record["engine_host"] == "unix:///run/x.sock"
+
+
+@pytest.mark.parametrize("argv", [["logs", "--timestamps"], ["logs", "-F"], ["status", "-w"], ["status", "--watch"],
+                                  ["down", "-v"], ["down", "--volumes"], ["runs", "ls", "-q"], ["runs", "ls", "--quiet"],
+                                  ["logs", "--previous"]])
+def test_c14_daily_docker_kubectl_tail_spellings_name_nodeweaves_word(capsys, team, argv):
+    """C14: another tool's daily spelling refused with nodeweave's word for it (the table othertools reads), exit
+    2, as -f FILE and --context already were."""
+    from nodeweave.cli.habits.othertools import ELSEWHERE, OPTIONS
+    from nodeweave.errors import EXIT_USAGE
+
+    typed = argv[-1]
+    assert typed in OPTIONS or (argv[-2], typed) in ELSEWHERE
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE, err
+    said = OPTIONS[typed][0] if typed in OPTIONS else ELSEWHERE[(argv[-2], typed)]
+    assert f"no such option: {typed} (" in line and said in line

@@ -39,6 +39,24 @@ OPTIONS: Dict[str, "tuple[str, str]"] = {
     "--file": ("--spec", "the file a command works from, as docker compose --file"),
     "--filename": ("--spec", "the file a command works from, as kubectl apply --filename"),
     "--context": ("--kube-context", "the kubeconfig context, as kubectl --context"),
+    # walk10 C14: the daily docker/kubectl/tail spellings, each named where nodeweave's own is on that command
+    "-F": ("--follow", "following the log as it grows (-f), as tail -F"),
+    "-v": ("--delete-claims", "what also deletes the job's workspace claims (Kubernetes), as docker compose down -v "
+           "deletes volumes"),
+    "--volumes": ("--delete-claims", "what also deletes the job's workspace claims (Kubernetes), as docker compose "
+                  "down --volumes deletes volumes"),
+    "--previous": ("--run", "an earlier run's logs (its id from `nodeweave runs ls`, or last), as kubectl logs "
+                   "--previous"),
+    "--timestamps": ("--since", "the engine's log of a window of time (with --container); a run's log lines carry "
+                     "no time, so the run folder's logs have no --timestamps"),
+}
+# option typed on a command (by its name): nodeweave's word for it, where that command has no option for it but
+# another verb or option does the job (walk10 C14: `status -w` is kubectl get -w's watch, which `top` is)
+ELSEWHERE: Dict["tuple[str, str]", str] = {
+    **{("status", typed): "`nodeweave top` redraws the running job (nodes, ranks, step), as kubectl get -w watches"
+       for typed in ("-w", "--watch")},
+    **{("ls", typed): "`nodeweave runs ls -o json` gives the runs' ids to a script, as docker ps -q does"
+       for typed in ("-q", "--quiet")},
 }
 
 
@@ -52,6 +70,8 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     """" (did you mean --spec nodeweave.yaml?)" for an option of another tool's habit whose nodeweave spelling
     ``command`` has, with the value typed after it; else ""."""
     name = typed.partition("=")[0]
+    if (command.name, name) in ELSEWHERE:
+        return f" ({name} is another tool's habit: nodeweave's word for it: {ELSEWHERE[(command.name, name)]})"
     if name not in OPTIONS:
         return ""
     ours, habit = OPTIONS[name]
