@@ -129,3 +129,19 @@ def test_c14_daily_docker_kubectl_tail_spellings_name_nodeweaves_word(capsys, te
     assert code == EXIT_USAGE, err
     said = OPTIONS[typed][0] if typed in OPTIONS else ELSEWHERE[(argv[-2], typed)]
     assert f"no such option: {typed} (" in line and said in line
+
+
+@pytest.mark.parametrize("argv, meant", [(["logs", "-n", "5"], "--tail 5"), (["exec", "-n", "1", "--", "hostname"],
+                                                                             "--node 1"),
+                                         (["status", "-n", "2"], "--node 2")])
+def test_c13_a_count_given_to_n_names_what_n_is_and_the_option_meant(capsys, team, argv, meant):
+    """C13: `logs -n 5` (tail's count) and `exec -n 1` (pdsh's node) on a local job: the refusal says -n is
+    --namespace and names the command's own option for the count, exit 2; a namespace-like value keeps the plain
+    idle-flag refusal."""
+    from nodeweave.errors import EXIT_USAGE
+
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "-n is --namespace" in line and f"did you mean {meant}?" in line, err
+    code, _, err = run_cli(capsys, "logs", "-n", "ml")
+    assert code == EXIT_USAGE and "--namespace does nothing for target local" in one_line(err)

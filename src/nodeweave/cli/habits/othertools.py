@@ -90,3 +90,33 @@ def _value_after(args: List[str], name: str) -> str:
         if word.startswith(name + "="):
             return word[len(name) + 1:]
     return ""
+
+
+# A short option nodeweave gives one meaning that another tool's users type for another (walk10 C13: `logs -n 5` is
+# tail's and docker logs' "last 5 lines", `exec -n 1` pdsh's "node 1"; here -n is --namespace, which does nothing
+# for a target other than kubernetes). Given a count for a target it does nothing for: the refusal names the option
+# -n is and the command's own option for what was meant, with the value typed.
+SHORT_MEANT: Dict[str, "tuple[str, tuple]"] = {
+    "namespace": ("-n", (("--tail", "the last lines, as tail -n and docker logs -n"),
+                         ("--node", "one node, as pdsh -w"))),
+}
+
+
+def short_meant(given, target: str, idle_for: Dict[str, "tuple[str, tuple]"]) -> str:
+    """" (-n is --namespace here ...; did you mean --tail 5?)" when a value of a SHORT_MEANT field looks like the
+    other tools' meaning (a count) and the field does nothing for ``target``; else "". ``idle_for``: the cluster
+    options' table of each flag and the targets it is for."""
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = get_current_context(silent=True)
+    names = {opt for param in (ctx.command.params if ctx else ()) for opt in getattr(param, "opts", ())}
+    for field, (short, meanings) in SHORT_MEANT.items():
+        value = getattr(given, field, None)
+        flag, targets = idle_for[field]
+        if not value or not str(value).isdigit() or target in targets:
+            continue
+        for ours, habit in meanings:
+            if ours in names:
+                return (f"{short} is {flag} (for target {' or '.join(targets)}), which does nothing for target "
+                        f"{target}; {habit}: did you mean {ours} {value}?")
+    return ""
