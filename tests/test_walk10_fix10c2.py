@@ -145,3 +145,16 @@ def test_c13_a_count_given_to_n_names_what_n_is_and_the_option_meant(capsys, tea
     assert code == EXIT_USAGE and "-n is --namespace" in line and f"did you mean {meant}?" in line, err
     code, _, err = run_cli(capsys, "logs", "-n", "ml")
     assert code == EXIT_USAGE and "--namespace does nothing for target local" in one_line(err)
+
+
+@pytest.mark.parametrize("ups, said", [((True, False), "1 of 2 node(s) down; plans agree among the 1 up"),
+                                       ((False, False), "2 of 2 node(s) down"),
+                                       ((True, True), "plans agree")])
+def test_c24_status_title_counts_the_nodes_down_before_the_plans(tmp_path, ups, said):
+    """C24: a node killed: the title said "plans agree" above a node with no plan; it now says how many are down
+    first, and whose plans agree."""
+    from test_cluster_status import render, row
+
+    rows = [row(f"node-{i}", "abc" if up else None, up=up) for i, up in enumerate(ups)]
+    text = " ".join(render(rows, tmp_path).split())
+    assert f"; {said} " in text, text

@@ -84,6 +84,18 @@ def plan_verdict(answers) -> Tuple[str, List[str]]:
     return verdict, failures
 
 
+def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
+    """The title's word on the nodes: how many are down first (walk10 C24: "plans agree" above a node down, which
+    has no plan to agree with), then the plans of those up."""
+    down = sum(1 for r in rows if not r["up"])
+    plans = "plans " + {True: "agree", False: "DISAGREE", None: "unknown"}[agree]
+    if not down:
+        return plans
+    if down == len(rows):
+        return f"{down} of {len(rows)} node(s) down"
+    return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
+
+
 def problems(rows: List[dict]) -> List[str]:
     """What makes ``status`` exit 1: nodes down, a node whose plan fails (it cannot start), plans that disagree."""
     found = []
@@ -139,8 +151,7 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
     from rich.table import Table
 
     agree = agreement(rows)
-    title = f"{backend.spec.name}: {backend.where}; plans " + {
-        True: "agree", False: "DISAGREE", None: "unknown"}[agree]
+    title = f"{backend.spec.name}: {backend.where}; {plans_title(rows, agree)}"
     table = Table(title=title, title_justify="left")
     widest = max((len(r["reached_as"]) for r in rows), default=10)
     table.add_column("node", no_wrap=True)
