@@ -158,3 +158,25 @@ def test_c24_status_title_counts_the_nodes_down_before_the_plans(tmp_path, ups, 
     rows = [row(f"node-{i}", "abc" if up else None, up=up) for i, up in enumerate(ups)]
     text = " ".join(render(rows, tmp_path).split())
     assert f"; {said} " in text, text
+
+
+def test_c17_make_cli_installs_what_the_loop_targets_start_nodes_with():
+    """C17: `make cli` ("what the loop targets need") installed no podman-compose, so `make up` and the demo's
+    local cluster failed after a 2-minute image build: the cli venv takes the [local] extra, which holds it, and
+    demo.sh checks for it before building."""
+    import re
+    import tomllib
+
+    from cli_run import REPO
+
+    makefile = (REPO / "Makefile").read_text()
+    recipe = makefile.split("$(CLI): pyproject.toml", 1)[1].split("\n\n", 1)[0]
+    extras = re.search(r"pip install -q -e '?\.\[([a-z,]+)\]'?", recipe)
+    assert extras, recipe
+    optional = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(dep.startswith("podman-compose") for extra in extras.group(1).split(",") for dep in optional[extra])
+    for loop in ("up", "down", "run", "status"):
+        target = re.search(rf"^{loop}: ([^#\n]*)", makefile, re.M)
+        assert target and "cli" in target.group(1).split(), loop
+    demo = (REPO / "examples" / "demo.sh").read_text()
+    assert demo.index("podman-compose") < demo.index("image build")
