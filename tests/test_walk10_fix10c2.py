@@ -180,3 +180,25 @@ def test_c17_make_cli_installs_what_the_loop_targets_start_nodes_with():
         assert target and "cli" in target.group(1).split(), loop
     demo = (REPO / "examples" / "demo.sh").read_text()
     assert demo.index("podman-compose") < demo.index("image build")
+
+
+@pytest.mark.parametrize("verb, remedy", [("up", "`nodeweave down` takes it down"),
+                                          ("down", "`nodeweave down` again takes the rest down"),
+                                          ("sync", "`nodeweave sync` again finishes it")])
+def test_c15_c20_a_verb_interrupted_says_where_it_stopped_and_what_works(capsys, tmp_path, verb, remedy):
+    """C15, C20: Ctrl-C while up starts the containers (or down removes them) ended with 130 and not one line; the
+    one executor now says at which step the verb stopped and what is left, for every phase whose verb says nothing
+    of its own (run, check, exec keep their words), and the interruption still ends the verb."""
+    from nodeweave.cluster.execute import SAYS_ITS_OWN, Execution, execute
+    from nodeweave.plan import CommandsPhase, Plan
+
+    class Interrupted(Execution):
+        def run_steps(self, phase):
+            raise KeyboardInterrupt
+
+    plan = Plan(verb, "podman on this machine", (CommandsPhase(what="files"), CommandsPhase(what="start 2 nodes")))
+    with pytest.raises(KeyboardInterrupt):
+        execute(plan, Interrupted(tmp_path, say=lambda line: None))
+    line = one_line(capsys.readouterr().err)
+    assert f"nodeweave: interrupted: {verb} stopped at step 1 of 2 (files)" in line and remedy in line
+    assert "run" in SAYS_ITS_OWN and "exec" in SAYS_ITS_OWN
