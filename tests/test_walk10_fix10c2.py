@@ -202,3 +202,31 @@ def test_c15_c20_a_verb_interrupted_says_where_it_stopped_and_what_works(capsys,
     line = one_line(capsys.readouterr().err)
     assert f"nodeweave: interrupted: {verb} stopped at step 1 of 2 (files)" in line and remedy in line
     assert "run" in SAYS_ITS_OWN and "exec" in SAYS_ITS_OWN
+
+
+@pytest.mark.parametrize("state", ["ENDED", "STUCK"])
+def test_c21_logs_reads_a_node_that_ended_and_never_sends_to_up_first(state):
+    """C21: a killed node (exited (137)) kept its container's log, yet `logs` refused naming `nodeweave up`, which
+    would recreate it and lose that log: every node whose process ended or crash-loops is read, with a note; a node
+    with no log at all (never made) is left out, named; with no log anywhere the refusal stays (exit 3)."""
+    from types import SimpleNamespace
+
+    from nodeweave.cluster.base import NodeState, PlatformState
+    from nodeweave.cluster.onbackend import with_logs
+    from nodeweave.errors import EnvironmentProblem
+
+    def node(i):
+        return SimpleNamespace(index=i, name=f"node-{i}", remote=SimpleNamespace(label=f"podman:team-{i}"))
+
+    nodes = [node(0), node(1), node(2)]
+    words = {0: PlatformState(getattr(NodeState, state), "exited (137)"),
+             1: PlatformState(NodeState.RUNNING, "running"), 2: PlatformState(NodeState.ABSENT, "missing")}
+    backend = SimpleNamespace(states=lambda ns: {n.index: words[n.index] for n in ns}, target="local")
+    readable, notes = with_logs(backend, nodes)
+    assert [n.name for n in readable] == ["node-0", "node-1"]
+    assert "node-0 is not running (exited (137)): its last log follows" in notes[0] and "read it first" in notes[0]
+    assert "node-2 has no log (missing)" in notes[1]
+    backend = SimpleNamespace(states=lambda ns: {n.index: PlatformState(NodeState.ABSENT, "missing") for n in ns},
+                              target="local", spec=SimpleNamespace(name="team"), where="podman", renamed=())
+    with pytest.raises(EnvironmentProblem):
+        with_logs(backend, nodes)

@@ -406,7 +406,7 @@ def logs_command(
 
     window = log_window(tail, since)  # judged before any node is asked
     from nodeweave.cluster.runfolder import latest_run
-    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up
+    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up, unreached_hosts, with_logs
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
@@ -448,7 +448,12 @@ def logs_command(
         wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
-    require_up(backend, nodes, "logs")
+    unreached = unreached_hosts(backend, nodes)
+    if unreached:
+        require_up(backend, nodes, "logs")
+    nodes, notes = with_logs(backend, nodes)  # an exited node's log is read, never refused (walk10 C21)
+    for line in notes:
+        typer.echo(f"nodeweave: note: {line}", err=True)
     static = isinstance(spec.gpus_per_node, int) and not spec.recovery.enabled and not spec.nodes.elastic
     firsts = {n.name: n.index * spec.gpus_per_node for n in nodes} if static else {}  # a static job's numbering
     raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse,
