@@ -230,3 +230,29 @@ def test_c21_logs_reads_a_node_that_ended_and_never_sends_to_up_first(state):
                               target="local", spec=SimpleNamespace(name="team"), where="podman", renamed=())
     with pytest.raises(EnvironmentProblem):
         with_logs(backend, nodes)
+
+
+@pytest.mark.parametrize("mode, runs, refused", [("run", [], True), ("hold", [], False), ("run", [{"run_id": "r"}],
+                                                                                                False)])
+def test_c16_stop_on_nodes_running_the_spec_job_says_what_ends_it(monkeypatch, mode, runs, refused):
+    """C16: with `up --run` training, `stop` answered "no run" (exit 0) and status "run in progress -": stop is
+    refused, exit 3, naming `nodeweave down`; status names the spec's job as what runs."""
+    from types import SimpleNamespace
+
+    import nodeweave.cluster.base as base
+    from nodeweave.cli.cluster import refuse_run_mode
+    from nodeweave.cluster.status import RUN_MODE_JOB, _since
+    from nodeweave.errors import EXIT_ENVIRONMENT, NodeweaveError
+
+    answer = SimpleNamespace(up=True, data={"mode": mode, "hold": mode == "hold", "runs": runs})
+    monkeypatch.setattr(base, "ask_status", lambda node, command, timeout=60: answer)
+    backend = SimpleNamespace(holds=True)
+    spec = SimpleNamespace(launcher=SimpleNamespace(script="train.py", args=[]))
+    nodes = [SimpleNamespace(name="node-0")]
+    if refused:
+        with pytest.raises(NodeweaveError) as err:
+            refuse_run_mode(backend, spec, nodes, "stop")
+        assert err.value.exit_code == EXIT_ENVIRONMENT and "`nodeweave down` ends the job" in str(err.value)
+    else:
+        refuse_run_mode(backend, spec, nodes, "stop")
+    assert (_since(None, None, mode) == RUN_MODE_JOB) is (mode == "run")

@@ -313,6 +313,22 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     return not any(r.get("left") for _, r in reports)
 
 
+def refuse_run_mode(backend, spec, nodes, verb: str) -> None:
+    """Nodes started in run mode (``up --run``) run the spec's job as their main process, which no ``nodeweave run``
+    started: ``stop`` has no run to end there, and said "no run", exit 0, while the job trained (walk10 C16). Exit 3
+    naming what ends it; node 0 is asked (the nodes are started in one mode)."""
+    if not backend.holds or not nodes:
+        return
+    from nodeweave.cluster.base import ask_status
+
+    answer = ask_status(nodes[0], spec_command(spec))
+    if answer.up and answer.data.get("mode") == "run" and not answer.data.get("runs"):
+        raise NodeweaveError(
+            f"{nodes[0].name} runs the spec's job as its main process (`nodeweave up --run`), which `nodeweave {verb}` "
+            "does not end (it ends runs started by `nodeweave run` in held nodes): `nodeweave down` ends the job; "
+            "`nodeweave up --hold` then starts nodes that `nodeweave run` and `stop` act on", EXIT_ENVIRONMENT)
+
+
 @reach_options
 def stop_command(
     grace: float = seconds_option(typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL")),
@@ -320,7 +336,8 @@ def stop_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
-    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
+    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace (nodes started
+    with `up --run` run the spec's job as their main process: `nodeweave down` ends it)."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.verbs import stop_plan
     from nodeweave.cluster.onbackend import live_nodes, require_up
@@ -334,6 +351,7 @@ def stop_command(
         show_plan(plan, fmt, backend, nodes, "stop")
         return
     require_up(backend, nodes, "stop")
+    refuse_run_mode(backend, spec, nodes, "stop")
     if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 

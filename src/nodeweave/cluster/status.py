@@ -108,9 +108,14 @@ def problems(rows: List[dict]) -> List[str]:
     return found
 
 
-def _since(run: Optional[dict], now: Optional[float]) -> str:
+# what a node started in run mode runs: the spec's job is its main process, no `nodeweave run` (walk10 C16: "-" read
+# as nothing running while it trained)
+RUN_MODE_JOB = "the spec's job (up --run: its main process)"
+
+
+def _since(run: Optional[dict], now: Optional[float], mode: Optional[str] = None) -> str:
     if not run:
-        return "-"
+        return RUN_MODE_JOB if mode == "run" else "-"
     started = run.get("started") or 0
     clock = time.strftime("%H:%M:%S", time.gmtime(started))
     return f"{run.get('run_id')} since {clock} UTC ({(now or time.time()) - started:.0f} s)"
@@ -174,7 +179,7 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
                       r["mode"] or "-", rank_text(r),
                       f"[{style}]{escape(plan)}[/]" if style else escape(plan),
-                      escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
+                      escape(_since(r["run"], r["now"], r["mode"]) + _generation(r.get("recovery"))),
                       escape(_gpus(r["gpu"])), *[escape(m) for m in (more if wide else ())])
     return table
 
