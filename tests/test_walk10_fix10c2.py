@@ -256,3 +256,13 @@ def test_c16_stop_on_nodes_running_the_spec_job_says_what_ends_it(monkeypatch, m
     else:
         refuse_run_mode(backend, spec, nodes, "stop")
     assert (_since(None, None, mode) == RUN_MODE_JOB) is (mode == "run")
+
+
+def test_c22_the_detach_line_names_what_ends_a_sweep():
+    """C22: a detached sweep said "end it: nodeweave stop", which ends only the point running (recorded failed) while
+    the sweep starts its next one: the line names `kill PID`, the detached process's Ctrl-C, which ends the sweep."""
+    from nodeweave.cli.habits.detach import detached_line
+
+    line = detached_line("20261130T141902Z-team-sweep", 4242)
+    assert "end it: kill 4242" in line and "a sweep starts no further point" in line
+    assert "end it: nodeweave stop" not in line
