@@ -66,11 +66,11 @@ CLI := $(VENV)/.nodeweave-cli
 $(CLI): pyproject.toml
 	$(refuse_foreign_venv)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[local]'
 	@touch $@
 
 .PHONY: cli
-cli: $(CLI) ## Create .venv with the nodeweave command line only (what the loop targets need; no torch, no checkov)
+cli: $(CLI) ## Create .venv with the nodeweave command line and podman-compose (what the loop targets need; no torch, no checkov)
 
 .PHONY: demo
 demo: install ## First `make install` (several GB: torch, DeepSpeed, the test tools, checkov). With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine (`make cli` + examples/demo.sh need no torch there)

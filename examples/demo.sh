@@ -31,6 +31,13 @@ if ! command -v podman >/dev/null 2>&1 || ! podman info >/dev/null 2>&1; then
   exit 0
 fi
 
+# the local cluster's nodes are started by podman-compose: said before a minutes-long image build, not after it
+if [ ! -x "$bin/podman-compose" ] && ! command -v podman-compose >/dev/null 2>&1; then
+  echo "demo.sh: podman answers, but podman-compose is not in $bin nor on PATH; the local cluster starts the nodes" \
+    "with it: make cli (it installs nodeweave[local]), or $bin/pip install 'nodeweave[local]'" >&2
+  exit 3
+fi
+
 step() { printf '\n== %s\n' "$*"; }
 step "image: the cpu variant, offline, from $base and wheelhouse/"
 bash .ci/make-base-image.sh "$base"

@@ -15,6 +15,14 @@ from nodeweave.errors import UsageError
 ENGINES = ("docker", "podman")
 ENGINE_VARIABLE = "NODEWEAVE_ENGINE"
 ORDER = ("podman", "docker")  # the default on every verb: podman (this project's engine) first, then docker
+# the variable that points each engine's client at another daemon or machine: part of where a cluster is, so ``up``
+# records it and a later verb without it is told to set it again (walk10 C18)
+HOST_VARIABLES = {"docker": "DOCKER_HOST", "podman": "CONTAINER_HOST"}
+
+
+def engine_host(engine: str) -> "str | None":
+    """Where ``engine``'s client is pointed by its variable ($DOCKER_HOST, $CONTAINER_HOST); None: its default."""
+    return os.environ.get(HOST_VARIABLES.get(engine, "")) or None
 
 
 def engine_said(preferred: "str | None" = None) -> "str | None":

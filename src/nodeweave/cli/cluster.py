@@ -318,6 +318,22 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     return not any(r.get("left") for _, r in reports)
 
 
+def refuse_run_mode(backend, spec, nodes, verb: str) -> None:
+    """Nodes started in run mode (``up --run``) run the spec's job as their main process, which no ``nodeweave run``
+    started: ``stop`` has no run to end there, and said "no run", exit 0, while the job trained (walk10 C16). Exit 3
+    naming what ends it; node 0 is asked (the nodes are started in one mode)."""
+    if not backend.holds or not nodes:
+        return
+    from nodeweave.cluster.base import ask_status
+
+    answer = ask_status(nodes[0], spec_command(spec))
+    if answer.up and answer.data.get("mode") == "run" and not answer.data.get("runs"):
+        raise NodeweaveError(
+            f"{nodes[0].name} runs the spec's job as its main process (`nodeweave up --run`), which `nodeweave {verb}` "
+            "does not end (it ends runs started by `nodeweave run` in held nodes): `nodeweave down` ends the job; "
+            "`nodeweave up --hold` then starts nodes that `nodeweave run` and `stop` act on", EXIT_ENVIRONMENT)
+
+
 @reach_options
 def stop_command(
     grace: float = seconds_option(typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL")),
@@ -325,7 +341,8 @@ def stop_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
-    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
+    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace (nodes started
+    with `up --run` run the spec's job as their main process: `nodeweave down` ends it)."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.verbs import stop_plan
     from nodeweave.cluster.onbackend import live_nodes, require_up
@@ -339,6 +356,7 @@ def stop_command(
         show_plan(plan, fmt, backend, nodes, "stop")
         return
     require_up(backend, nodes, "stop")
+    refuse_run_mode(backend, spec, nodes, "stop")
     if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
@@ -415,7 +433,7 @@ def logs_command(
 
     window = log_window(tail, since)  # judged before any node is asked
     from nodeweave.cluster.runfolder import latest_run, run_folder_named
-    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up
+    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up, unreached_hosts, with_logs
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
@@ -460,7 +478,12 @@ def logs_command(
         out.print(f"# {folder}", highlight=False, markup=False)  # once every option is judged (walk10 C3)
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
-    require_up(backend, nodes, "logs")
+    unreached = unreached_hosts(backend, nodes)
+    if unreached:
+        require_up(backend, nodes, "logs")
+    nodes, notes = with_logs(backend, nodes)  # an exited node's log is read, never refused (walk10 C21)
+    for line in notes:
+        typer.echo(f"nodeweave: note: {line}", err=True)
     static = isinstance(spec.gpus_per_node, int) and not spec.recovery.enabled and not spec.nodes.elastic
     firsts = {n.name: n.index * spec.gpus_per_node for n in nodes} if static else {}  # a static job's numbering
     raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse,

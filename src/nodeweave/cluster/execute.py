@@ -135,13 +135,42 @@ def execute(plan: Plan, job: Execution) -> Execution:
     for line in plan.notes:
         job.say(line)
     known: Dict[str, str] = {}
-    for phase in plan.phases:
-        made = phase.bound(known).run(job)
+    for number, phase in enumerate(plan.phases, 1):
+        try:
+            made = phase.bound(known).run(job)
+        except KeyboardInterrupt:
+            said = interrupted_line(plan, phase, number)
+            if said:
+                import sys
+
+                print(f"nodeweave: {said}", file=sys.stderr, flush=True)
+            raise
         if isinstance(phase, AllocatePhase):  # the placeholders' values it made known
             known.update(made)
         elif made is not None:
             job.outcomes.setdefault(phase.kind, []).append(made)
     return job
+
+
+# The phases whose verb says its own words on Ctrl-C (run's and check's "interrupted: stopping every node", exec's
+# and shell's the nodes' command): every other phase's interruption is said here, one line (walk10 C15, C20).
+SAYS_ITS_OWN = ("run", "check", "sweep", "exec", "shell")
+# what each verb's interruption may leave, and what then works
+AFTER_INTERRUPT = {
+    "up": "what it started may be half made; `nodeweave status` shows it, `nodeweave down` takes it down, "
+          "`nodeweave up` again starts the rest",
+    "down": "some of the job may still be up; `nodeweave status` shows it, `nodeweave down` again takes the rest down",
+}
+
+
+def interrupted_line(plan: Plan, phase, number: int) -> str:
+    """"interrupted: VERB stopped at step N of M (WHAT); what is left and what works", or "" where the phase's own
+    words say it."""
+    if phase.kind in SAYS_ITS_OWN:
+        return ""
+    what = phase.what or phase.kind
+    after = AFTER_INTERRUPT.get(plan.verb, f"the steps before it are done; `nodeweave {plan.verb}` again finishes it")
+    return f"interrupted: {plan.verb} stopped at step {number} of {len(plan.phases)} ({what}); {after}"
 
 
 def record(plan: Plan) -> None:

@@ -33,6 +33,25 @@ def down_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
             + renamed_tail(backend))
 
 
+def with_logs(backend: Backend, nodes: List[Node]) -> "tuple[List[Node], List[str]]":
+    """(the nodes whose own log can be read, a note per node whose process ended): a node that exited or crash-loops
+    keeps its container's or pod's log, which is what a user wants after it died (walk10 C21: `logs` refused, naming
+    `nodeweave up`, which recreates the container and loses that log). Nodes with no log at all (not made, never
+    started) are refused as before when no node has one; else said and left out."""
+    from nodeweave.cluster.base import NodeState
+
+    states = backend.states(nodes)
+    ended = {i for i, seen in states.items() if seen.state in (NodeState.ENDED, NodeState.STUCK)}
+    down = {i: seen.word for i, seen in states.items() if seen.state.down and i not in ended}
+    readable = [n for n in nodes if n.index not in down]
+    if not readable:
+        require_up(backend, nodes, "logs")
+    notes = [f"{n.name} is not running ({states[n.index].word}): its last log follows; `nodeweave up` would recreate "
+             "it and lose that log, so read it first" for n in nodes if n.index in ended]
+    notes += [f"{n.name} has no log ({down[n.index]}): left out" for n in nodes if n.index in down]
+    return readable, notes
+
+
 def unreached_hosts(backend: Backend, nodes: List[Node]) -> "list[tuple[str, str]]":
     """The hosts of ``nodes`` ssh never reached, each with why ("name not resolved", ...), asked as ``status`` asks
     them, all at once; only on bare hosts: no platform stands over them to say (``states`` is empty there), and a

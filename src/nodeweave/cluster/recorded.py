@@ -5,7 +5,9 @@ the namespace or compose project, the spec file). A spec renamed while its job i
 under the old name: ``down`` takes the old job down too (a backend opened on the recorded name, options and
 namespace), ``status`` says it is there, ``up`` notes it. A namespace changed in the spec while the job is
 up: every verb but ``up`` keeps to the recorded namespace, and ``up`` refuses until ``down`` took the old one
-down; the same for ``up`` on another target than the recorded one.
+down; the same for ``up`` on another target, or another engine (local, hosts), than the recorded one; a verb
+that names no engine uses the recorded one, and a docker or podman daemon reached through $DOCKER_HOST or
+$CONTAINER_HOST at ``up`` is named when a later shell lacks it.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def recorded_namespace(spec, spec_path: Path, checked: ClusterOptions, given: Cl
             f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} up on {made['target']} ({where}), and this up "
             f"would start it on {checked.target}: a second cluster beside the first, which down, status and logs "
             f"would then no longer see; `nodeweave down` takes the recorded one down first (then `nodeweave up`)")
+    checked = recorded_engine(spec, made, checked, for_up)
     if checked.target != "kubernetes":
         return checked
     if made is None or made.get("target") != "kubernetes" or not made.get("namespace"):
@@ -82,3 +85,25 @@ def recorded_namespace(spec, spec_path: Path, checked: ClusterOptions, given: Cl
     if given.namespace is not None:
         return checked
     return replace(checked, namespace=made["namespace"])
+
+
+def recorded_engine(spec, made, checked: ClusterOptions, for_up: bool) -> ClusterOptions:
+    """The engine ``up`` made the job on is part of where it is, as the target is: a verb that names no engine
+    (--engine, $NODEWEAVE_ENGINE) uses the recorded one, and ``up`` on another engine than the recorded one is
+    refused, exit 3, as ``up`` on another target is (walk10 C19: ``up --engine podman`` beside a job up on docker
+    wrote a new job token the docker nodes mount and started a second cluster the verbs no longer saw)."""
+    from nodeweave.engines import engine_said
+
+    if made is None or not made.get("engine") or made.get("target") != checked.target:
+        return checked
+    said = checked.engine or (engine_said() if checked.target == "local" else None)
+    if said is None:
+        return replace(checked, engine=made["engine"])
+    if for_up and said != made["engine"]:
+        where = made.get("where") or made["engine"]
+        raise EnvironmentProblem(
+            f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} up on {made['engine']} ({where}), and this up "
+            f"would start it on {said}: a second cluster beside the first, which down, status and logs would then "
+            f"no longer see; `nodeweave down --engine {made['engine']}` takes the recorded one down first (then "
+            f"`nodeweave up --engine {said}`)")
+    return checked

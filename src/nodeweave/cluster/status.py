@@ -84,6 +84,18 @@ def plan_verdict(answers) -> Tuple[str, List[str]]:
     return verdict, failures
 
 
+def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
+    """The title's word on the nodes: how many are down first (walk10 C24: "plans agree" above a node down, which
+    has no plan to agree with), then the plans of those up."""
+    down = sum(1 for r in rows if not r["up"])
+    plans = "plans " + {True: "agree", False: "DISAGREE", None: "unknown"}[agree]
+    if not down:
+        return plans
+    if down == len(rows):
+        return f"{down} of {len(rows)} node(s) down"
+    return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
+
+
 def problems(rows: List[dict]) -> List[str]:
     """What makes ``status`` exit 1: nodes down, a node whose plan fails (it cannot start), plans that disagree."""
     found = []
@@ -96,9 +108,14 @@ def problems(rows: List[dict]) -> List[str]:
     return found
 
 
-def _since(run: Optional[dict], now: Optional[float]) -> str:
+# what a node started in run mode runs: the spec's job is its main process, no `nodeweave run` (walk10 C16: "-" read
+# as nothing running while it trained)
+RUN_MODE_JOB = "the spec's job (up --run: its main process)"
+
+
+def _since(run: Optional[dict], now: Optional[float], mode: Optional[str] = None) -> str:
     if not run:
-        return "-"
+        return RUN_MODE_JOB if mode == "run" else "-"
     started = run.get("started") or 0
     clock = time.strftime("%H:%M:%S", time.gmtime(started))
     return f"{run.get('run_id')} since {clock} UTC ({(now or time.time()) - started:.0f} s)"
@@ -140,8 +157,7 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
     from nodeweave.usertext import styled
 
     agree = agreement(rows)
-    title = f"{backend.spec.name}: {backend.where}; plans " + {
-        True: "agree", False: "DISAGREE", None: "unknown"}[agree]
+    title = f"{backend.spec.name}: {backend.where}; {plans_title(rows, agree)}"
     table = Table(title=title, title_justify="left")
     widest = max((len(r["reached_as"]) for r in rows), default=10)
     table.add_column("node", no_wrap=True)
@@ -163,7 +179,7 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(r["node"], r["reached_as"], styled((state, "green" if r["up"] else "red")),
                       r["mode"] or "-", rank_text(r), styled((plan, style)) if style else plan,
-                      _since(r["run"], r["now"]) + _generation(r.get("recovery")),
+                      _since(r["run"], r["now"], r["mode"]) + _generation(r.get("recovery")),
                       _gpus(r["gpu"]), *(more if wide else ()))
     return table
 

@@ -128,13 +128,21 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
-    from nodeweave.cluster.options import check_host_count, load_state, refuse_idle_flags, unreadable_records
+    from nodeweave.cli.habits.othertools import short_meant
+    from nodeweave.cluster.options import FLAG_TARGETS, check_host_count, load_state, refuse_idle_flags, \
+        unreadable_records
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
     saved = load_state(spec_path, spec.name)  # reads only: a dry run writes nothing
-    refuse_idle_flags(given, _spec_target(given.merged(saved), spec).resolved_target(), extra)
+    target = _spec_target(given.merged(saved), spec).resolved_target()
+    meant = short_meant(given, target, FLAG_TARGETS)
+    if meant:  # `logs -n 5`: tail's count, not a namespace (walk10 C13)
+        from nodeweave.errors import UsageError
+
+        raise UsageError(meant)
+    refuse_idle_flags(given, target, extra)
     given = given.with_hosts_file_read()
     if given.remote_dir:
         note_local_home("--remote-dir", given.remote_dir)

@@ -52,9 +52,18 @@ def detach_run(parent: Path, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"run_id": run_id, "folder": str(folder), "pid": child.pid, "detached": True}))
         return
-    typer.echo(f"nodeweave: run {run_id} detached (pid {child.pid}); follow it: nodeweave logs -f --run {run_id}; "
-               f"its result: nodeweave runs show {run_id}; end it: nodeweave stop", err=True)
+    typer.echo(detached_line(run_id, child.pid), err=True)
     typer.echo(run_id)
+
+
+def detached_line(run_id: str, pid: int) -> str:
+    """What a detached run says: how to follow it, read its result, and end it. Ending it is the detached process's
+    Ctrl-C (`kill PID`: SIGTERM, handled as SIGINT): every node stopped, the run recorded as interrupted (130), and a
+    sweep starts no further point; `nodeweave stop` ends only the run in progress on the nodes, which the detached
+    process then records as failed, and a sweep goes on to its next point (walk10 C22, C11)."""
+    return (f"nodeweave: run {run_id} detached (pid {pid}); follow it: nodeweave logs -f --run {run_id}; "
+            f"its result: nodeweave runs show {run_id}; end it: kill {pid} (as Ctrl-C: every node stopped, recorded "
+            "as interrupted, and a sweep starts no further point; `nodeweave stop` ends only the run in progress)")
 
 
 def _wait_for(note: Path, child: "subprocess.Popen", log: Path) -> Path:

@@ -39,6 +39,24 @@ OPTIONS: Dict[str, "tuple[str, str]"] = {
     "--file": ("--spec", "the file a command works from, as docker compose --file"),
     "--filename": ("--spec", "the file a command works from, as kubectl apply --filename"),
     "--context": ("--kube-context", "the kubeconfig context, as kubectl --context"),
+    # walk10 C14: the daily docker/kubectl/tail spellings, each named where nodeweave's own is on that command
+    "-F": ("--follow", "following the log as it grows (-f), as tail -F"),
+    "-v": ("--delete-claims", "what also deletes the job's workspace claims (Kubernetes), as docker compose down -v "
+           "deletes volumes"),
+    "--volumes": ("--delete-claims", "what also deletes the job's workspace claims (Kubernetes), as docker compose "
+                  "down --volumes deletes volumes"),
+    "--previous": ("--run", "an earlier run's logs (its id from `nodeweave runs ls`, or last), as kubectl logs "
+                   "--previous"),
+    "--timestamps": ("--since", "the engine's log of a window of time (with --container); a run's log lines carry "
+                     "no time, so the run folder's logs have no --timestamps"),
+}
+# option typed on a command (by its name): nodeweave's word for it, where that command has no option for it but
+# another verb or option does the job (walk10 C14: `status -w` is kubectl get -w's watch, which `top` is)
+ELSEWHERE: Dict["tuple[str, str]", str] = {
+    **{("status", typed): "`nodeweave top` redraws the running job (nodes, ranks, step), as kubectl get -w watches"
+       for typed in ("-w", "--watch")},
+    **{("ls", typed): "`nodeweave runs ls -o json` gives the runs' ids to a script, as docker ps -q does"
+       for typed in ("-q", "--quiet")},
 }
 
 
@@ -52,6 +70,8 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     """" (did you mean --spec nodeweave.yaml?)" for an option of another tool's habit whose nodeweave spelling
     ``command`` has, with the value typed after it; else ""."""
     name = typed.partition("=")[0]
+    if (command.name, name) in ELSEWHERE:
+        return f" ({name} is another tool's habit: nodeweave's word for it: {ELSEWHERE[(command.name, name)]})"
     if name not in OPTIONS:
         return ""
     ours, habit = OPTIONS[name]
@@ -69,4 +89,34 @@ def _value_after(args: List[str], name: str) -> str:
             return args[i + 1]
         if word.startswith(name + "="):
             return word[len(name) + 1:]
+    return ""
+
+
+# A short option nodeweave gives one meaning that another tool's users type for another (walk10 C13: `logs -n 5` is
+# tail's and docker logs' "last 5 lines", `exec -n 1` pdsh's "node 1"; here -n is --namespace, which does nothing
+# for a target other than kubernetes). Given a count for a target it does nothing for: the refusal names the option
+# -n is and the command's own option for what was meant, with the value typed.
+SHORT_MEANT: Dict[str, "tuple[str, tuple]"] = {
+    "namespace": ("-n", (("--tail", "the last lines, as tail -n and docker logs -n"),
+                         ("--node", "one node, as pdsh -w"))),
+}
+
+
+def short_meant(given, target: str, idle_for: Dict[str, "tuple[str, tuple]"]) -> str:
+    """" (-n is --namespace here ...; did you mean --tail 5?)" when a value of a SHORT_MEANT field looks like the
+    other tools' meaning (a count) and the field does nothing for ``target``; else "". ``idle_for``: the cluster
+    options' table of each flag and the targets it is for."""
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = get_current_context(silent=True)
+    names = {opt for param in (ctx.command.params if ctx else ()) for opt in getattr(param, "opts", ())}
+    for field, (short, meanings) in SHORT_MEANT.items():
+        value = getattr(given, field, None)
+        flag, targets = idle_for[field]
+        if not value or not str(value).isdigit() or target in targets:
+            continue
+        for ours, habit in meanings:
+            if ours in names:
+                return (f"{short} is {flag} (for target {' or '.join(targets)}), which does nothing for target "
+                        f"{target}; {habit}: did you mean {ours} {value}?")
     return ""

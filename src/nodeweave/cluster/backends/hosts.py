@@ -63,7 +63,8 @@ class HostsCluster(Backend):
             self.unheld = ("--engine none starts nothing: each host runs the entrypoint installed there only when "
                            "`nodeweave run` or `check` asks")
             self.fixed_image = "--engine none runs the entrypoint installed on each host, no image"
-        self.recorded = {"project": self.mark.project} if self.engine != "none" else {}
+        self.recorded = {"project": self.mark.project, "engine": self.engine} if self.engine != "none" else \
+            {"engine": self.engine}
 
     def _remote_dir(self) -> str:
         if self.options.remote_dir:

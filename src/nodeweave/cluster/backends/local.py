@@ -59,6 +59,28 @@ def _ask(argv: List[str]) -> "Optional[subprocess.CompletedProcess]":
         return None
 
 
+def recorded_daemon(backend) -> str:
+    """When ``up`` recorded this job up on this engine through another daemon ($DOCKER_HOST, $CONTAINER_HOST) than
+    the one the client asks now: the words that say which and how to ask it again, else "" (walk10 C18: the
+    remedy was "or use --engine podman", which starts a second cluster)."""
+    from nodeweave.cluster.options import load_made
+    from nodeweave.engines import HOST_VARIABLES, engine_host
+    from nodeweave.jobstate import STATE_DIR
+
+    try:
+        made = load_made(backend.spec_path, backend.spec.name)
+    except UsageError:
+        return ""  # a damaged record is named by the verb's own reading of it
+    if not made or made.get("engine") != backend.engine or made.get("engine_host") == engine_host(backend.engine):
+        return ""
+    variable = HOST_VARIABLES[backend.engine]
+    then = f"{variable}={made['engine_host']}" if made.get("engine_host") else f"{variable} unset (the default daemon)"
+    now = f"{variable}={engine_host(backend.engine)}" if engine_host(backend.engine) else f"{variable} unset"
+    again = (f"export {variable}={made['engine_host']}" if made.get("engine_host") else f"unset {variable}")
+    return (f"{STATE_DIR}/{backend.spec.name}/cluster.json records {backend.spec.name} brought up on {backend.engine} "
+            f"with {then}, and this shell has {now}: `{again}` and run the verb again")
+
+
 class LocalCluster(Backend):
     target = "local"
 
@@ -71,7 +93,10 @@ class LocalCluster(Backend):
         self.state = JobState(self.spec_dir, spec.name)
         self.compose_file = self.state.compose_file
         self.tool = self.engine
-        self.recorded = {"project": self.mark.project}
+        from nodeweave.engines import engine_host
+
+        # the engine and the daemon it answered on are where the nodes are: up on another is a second cluster
+        self.recorded = {"project": self.mark.project, "engine": self.engine, "engine_host": engine_host(self.engine)}
 
     def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
         return [self._node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
@@ -101,6 +126,9 @@ class LocalCluster(Backend):
             from nodeweave.failures import tool_message
 
             said = tool_message(daemon.stderr) or "no message"
+            elsewhere = recorded_daemon(self)
+            if elsewhere:
+                return f"docker is installed but its daemon does not answer ({said}): {elsewhere}"
             return (f"docker is installed but its daemon does not answer ({said}): start it (systemctl start "
                     "docker), or use --engine podman")
         plugin = _ask([*tool, "version"])
