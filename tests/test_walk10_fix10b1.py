@@ -274,7 +274,7 @@ def test_a_worker_stopped_under_recovery_says_node_0_decides():
     from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
 
     said = []
-    LinkWatch(None, said.append, recovery=True)._say_stopped("SIGTERM")
+    LinkWatch(None, said.append, recovery=True)._say_stopped("SIGTERM", 143)
     assert "the others are told to stop" not in said[0] and "node 0 is told, and under recovery decides" in said[0]
 
 

@@ -274,7 +274,7 @@ def _show(runs, ranking, points, op_list, console, err_console) -> None:
         if run.report and not points:
             console.print(report.results_table(run))
         if not run.correct:
-            cause = ("; " + run.cause) if run.cause else ""  # the worker's own error first (walk9 A3)
+            cause = (": " + run.cause) if run.cause else ""  # the worker's own error first (walk9 A3)
             err_console.print(styled((f"run {run.label!r} failed (exit {run.exit_code})", "red"), cause,
                                      "; its output ended:"))
             err_console.print(run.log_tail[-1500:], markup=False, highlight=False)

@@ -358,8 +358,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         how = how_it_ended(os.path.basename(argv[0]), status, received)
         if code and not sent:  # the worker's own error first, in this node's line and every relay (walk9 A3)
             how = named_first(how, text)
-            if getattr(watch, "failure", None) is None:  # not stopped by the watch (a peer's failure, a stall)
-                watch.log(f"this node's launcher failed: {how}")
+            watch.say_launcher_failed(how)
         stopped = watch.finish(code, how, tail.lines(),
                                peer_gone=secondary(text) if code and not sent else None,
                                error=script_error(text) if code and not sent else None, **stop)

@@ -24,6 +24,12 @@ class WatchSurface:
         """Watch the ranks with ``stall`` (``stall.setup.attach``, once the launch is planned)."""
         self.stall = stall
 
+    def say_launcher_failed(self, how):
+        """This node's own line for its launcher's failure, naming the worker's error (walk9 A3), unless the watch
+        itself stopped the launcher (a peer's failure, a stall), whose line is said already."""
+        if self.failure is None:
+            self.log(f"this node's launcher failed: {how}")
+
     def _stop_for(self, label, report, code):
         """Stop this node's launcher for ``label``'s failure (the heartbeat's ``Watch._stop_for``)."""
         raise NotImplementedError
