@@ -231,7 +231,7 @@ def test_cli_without_any_engine_exits_3_naming_both(tmp_path):
     bindir.mkdir()
     (bindir / "python").symlink_to(sys.executable)
     (bindir / "git").symlink_to(subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip())
-    env = {"PATH": str(bindir), "HOME": str(tmp_path)}
+    env = {"PATH": str(bindir), "HOME": str(tmp_path / "home")}  # never the project folder: a spec in a home is refused
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(with_entrypoint(tmp_path)), env=env)
     assert out.returncode == 3, out.stderr
     assert "no container engine" in out.stderr and "docker" in out.stderr and "podman" in out.stderr
