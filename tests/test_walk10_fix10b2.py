@@ -57,3 +57,33 @@ def test_the_spec_refuses_a_checkpoint_dir_inside_a_system_tree(folder, said):
     with pytest.raises(UsageError) as caught:
         parse_spec(BASE + f'recovery: {{enabled: true, spares: 1, checkpoint_dir: "{folder}"}}\n', "s.yaml")
     assert f"recovery.checkpoint_dir: {said}" in str(caught.value)
+
+
+ELASTIC = {"NODEWEAVE_NNODES": "1:2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+
+
+@pytest.mark.parametrize("extra, warned", [({}, True), ({"NODEWEAVE_MAX_RESTARTS": "3"}, False),
+                                           ({"NODEWEAVE_LAUNCHER_OPTIONS": "--max-restarts 2"}, False)],
+                         ids=["no-restarts", "max-restarts", "launcher-option"])
+def test_an_elastic_plan_without_restarts_says_a_lost_node_ends_it(tmp_path, monkeypatch, extra, warned):
+    """B20: NODEWEAVE_NNODES 1:2 without a restart count was explained as `the heartbeat stops every node (exit 5)`
+    with no warning, while torchrun ended the job (exit 1) at the first lost node: the Faults row and a warning
+    (`elastic-no-restarts`) say what happens, and what lets it go on with fewer nodes."""
+    from nodeweave.entrypoint import make_plan
+    from nodeweave.entrypoint.faults import fault_rows
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    plan = make_plan(["--", "train.py"], dict(ELASTIC, **extra))
+    codes = [warning.code for warning in plan.warnings]
+    assert ("elastic-no-restarts" in codes) is warned
+    row = plan.faults["recovery"]["meaning"] if getattr(plan, "faults", None) else None
+    meaning = row or fault_rows(_settings(dict(ELASTIC, **extra)), plan)["recovery"]["meaning"]
+    assert "exit 5" not in meaning and "rendezvous" in meaning
+    assert ("a lost node ends the job" in meaning) is warned
+
+
+def _settings(env):
+    from nodeweave.entrypoint import parse
+
+    return parse(["--", "train.py"], env)
