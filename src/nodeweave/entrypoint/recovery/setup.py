@@ -20,7 +20,8 @@ class Config:
         self.minimum, self.slots = job_size(settings) if self.spares else (topo.nnodes_min, topo.nnodes_max)
         self.nodes = self.slots + self.spares  # containers: every identity 0..nodes-1
         self.limits = decide.Limits(self.slots, self.minimum, settings.get("recovery_max_restarts", RECOVERY_RESTARTS),
-                                    settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS))
+                                    settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS),
+                                    settings.get("checkpoint_dir"))
         self.folder = settings.get("checkpoint_dir")
 
 
