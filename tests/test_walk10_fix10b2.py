@@ -87,3 +87,90 @@ def _settings(env):
     from nodeweave.entrypoint import parse
 
     return parse(["--", "train.py"], env)
+
+
+def test_the_no_progress_verdict_names_the_checkpoint_folder(tmp_path, monkeypatch):
+    """B17: `1 restart since the job started, no checkpoint yet` never named the folder node 0 looked in (`ck`,
+    which did not exist) while the script saved elsewhere; every form of the verdict names it."""
+    from nodeweave.entrypoint.recovery.decide import Limits
+    from nodeweave.entrypoint.recovery.progress import Progress
+
+    monkeypatch.chdir(tmp_path)
+    none = Progress(1).record(None).record(None)
+    said = none.verdict("ck")
+    assert "no checkpoint yet in the checkpoint folder ck (which does not exist" in said
+    assert "NODEWEAVE_CHECKPOINT_DIR" in said
+    (tmp_path / "ck").mkdir()
+    assert "(which holds no complete save" in none.verdict("ck")
+    assert Progress(1).record(500).record(500).verdict("ck").endswith("no newer checkpoint in the checkpoint folder ck")
+    assert Limits(2, 2, 3, 1, "ck").folder == "ck"
+
+
+def test_the_setup_hands_the_checkpoint_folder_to_the_verdict():
+    """B17: the folder reaches the decision that writes the verdict (recovery.setup.Config -> decide.Limits)."""
+    from nodeweave.entrypoint.recovery import decide
+    from nodeweave.entrypoint.recovery.book import Book
+
+    limits = decide.Limits(2, 2, 100, 1, "ck")
+    book = decide.first({0, 1, 2}, limits)
+    book = decide.after_fault(book, 1, "node 1: its launcher failed", {0, 1, 2}, None, limits)
+    assert book.decision is decide.Decision.STOP and "in the checkpoint folder ck" in book.ended, book.ended
+    assert Book  # the book type the decision returns
+
+
+@pytest.mark.parametrize("lines, marked", [
+    (["recovery: generation 0 ended: node 1: its launcher failed", "recovery: starting generation 1"], True),
+    (["recovery: generation 0 ended: node 1: its launcher failed; starting generation 1"], True),  # older nodes
+    (["recovery: generation 4 ended: node 2: its launcher failed",
+      "recovery: the job ends: node 2: ...; no spare takes its place (every node exits 8)"], False)])
+def test_nodeweave_logs_marks_a_generation_only_where_one_starts(tmp_path, lines, marked):
+    """B14: node 0 said `generation 4 ended: ...; starting generation 5` then `the job ends`: a generation that never
+    started was announced. The next one is said once decided, and `nodeweave logs` marks it from that line."""
+    import json
+
+    from test_cluster_logs import _console
+    from nodeweave.cluster.logs import run_logs
+
+    text = "".join(f"nodeweave-entrypoint: {line}\n" for line in lines)
+    (tmp_path / "node-0.log").write_text(f"[rank0]:step 9\n{text}[rank0]:step 6\n")
+    (tmp_path / "run.json").write_text(json.dumps({"ended": "2026-01-01T00:00:00Z"}))
+    console = _console()
+    run_logs(tmp_path, [], follow=False, console=console)
+    assert ("── generation" in console.file.getvalue()) is marked
+
+
+def test_a_node_that_was_itself_stopped_does_not_open_by_calling_node_0_failed():
+    """B10: a node woken from SIGSTOP said `node 0 (...) failed: this node itself was silent ...; node 0 itself may be
+    fine`: the line names this node as the one declared lost."""
+    import time
+
+    from loopback_hub import Cluster, Launcher
+    from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    log, launcher, jump = [], Launcher(), [0.0]
+    link = LinkWatch(cluster.channels[1], log.append, clock=lambda: time.monotonic() + jump[0])
+    link.start(launcher.stop)
+    try:
+        time.sleep(1.0)
+        jump[0] = 20.0
+        cluster.hub.close()
+        assert launcher.stopped.wait(20), log
+        time.sleep(0.2)
+    finally:
+        link.close()
+        cluster.close()
+    assert not any(line.startswith("node 0 (") and " failed: " in line for line in log), log
+    assert any(line.startswith("this node was declared lost by node 0 (") for line in log), log
+
+
+def test_node_0_says_what_a_late_node_is_by_its_role_in_the_book():
+    """B10: a left-out node that came back was logged by node 0 as `node 1 (vm) joined the job`, while it was left
+    out of the generation; each role of the book (recovery.book.Role) has its own words."""
+    from nodeweave.entrypoint.checkin.heartbeat import JOINED
+    from nodeweave.entrypoint.recovery.book import Role
+
+    assert set(JOINED) == {role.value for role in Role}
+    assert JOINED[Role.TRAINING.value] == "joined the job"
+    assert all("joined the job" not in JOINED[role.value] for role in (Role.LEFT_OUT, Role.OUT_FOR_GOOD))
