@@ -174,3 +174,53 @@ def test_node_0_says_what_a_late_node_is_by_its_role_in_the_book():
     assert set(JOINED) == {role.value for role in Role}
     assert JOINED[Role.TRAINING.value] == "joined the job"
     assert all("joined the job" not in JOINED[role.value] for role in (Role.LEFT_OUT, Role.OUT_FOR_GOOD))
+
+
+def _metrics_server():
+    import live_status
+    from nodeweave.entrypoint.metrics.server import serve
+    from free_ports import free_port
+
+    return serve(free_port(), live_status.live(), bind="127.0.0.1"), ("/metrics", "/status.json")
+
+
+def _dashboard_server():
+    from nodeweave.cluster.dashboard import serve
+
+    return serve(lambda: {}, "127.0.0.1", 0), ("/", "/state.json")
+
+
+def _ask(server, method, path):
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+    try:
+        connection.request(method, path)
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("make", [_metrics_server, _dashboard_server], ids=["metrics", "dashboard"])
+def test_every_server_answers_head_and_says_its_errors_in_plain_text(make):
+    """B11: `curl -I http://node0:METRICS/metrics` got `501 Unsupported method ('HEAD')` and an HTML page, and
+    `/metrics/` a 404 HTML page: every server of nodeweave's (node 0's metrics, the dashboard) answers HEAD as its
+    GET without a body, a trailing slash as without, and each error as one plain-text line naming what it serves."""
+    server, paths = make()
+    try:
+        code, headers, body = _ask(server, "GET", "/")
+        assert code == 200 and body
+        code, headers, head_body = _ask(server, "HEAD", "/")
+        assert code == 200 and head_body == b"" and int(headers["Content-Length"]) == len(body)
+        code, _, body = _ask(server, "GET", paths[1] + "/")
+        assert code == 200, body
+        for method, path, expected in (("GET", "/nothing", 404), ("POST", paths[1], 405)):
+            code, headers, body = _ask(server, method, path)
+            assert code == expected and headers["Content-Type"].startswith("text/plain"), (code, headers)
+            text = body.decode()
+            assert "<html" not in text.lower() and all(p in text for p in paths), text
+        assert _ask(server, "POST", paths[1])[1]["Allow"] == "GET, HEAD"
+    finally:
+        server.shutdown()
+        server.server_close()
