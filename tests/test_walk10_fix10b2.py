@@ -224,3 +224,21 @@ def test_every_server_answers_head_and_says_its_errors_in_plain_text(make):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _top_once_forms():
+    from nodeweave.cli.habits.conflicts import IDLE_WITH_VALUE_ON
+
+    values = IDLE_WITH_VALUE_ON["top"][("--interval", "--output")]
+    return [form for value in sorted(values) for form in (["-o", value], [f"--output={value}"])] + [["--json"]]
+
+
+@pytest.mark.parametrize("form", _top_once_forms(), ids=" ".join)
+def test_top_refuses_an_interval_where_it_reads_node_0_once(capsys, form):
+    """B12: `top -o json --interval 5` printed /status.json once and exited 0, --interval silently idle, while
+    `top --once --interval 1` was refused: every form that reads node 0 once refuses --interval alike."""
+    from cli_run import in_process
+
+    code, out, err = in_process(capsys, "top", "--url", "http://127.0.0.1:1", *form, "--interval", "5")
+    assert code == 2, (out, err)
+    assert "--interval does nothing with" in err and "Traceback" not in err
