@@ -242,3 +242,15 @@ def test_top_refuses_an_interval_where_it_reads_node_0_once(capsys, form):
     code, out, err = in_process(capsys, "top", "--url", "http://127.0.0.1:1", *form, "--interval", "5")
     assert code == 2, (out, err)
     assert "--interval does nothing with" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("book, role", [(None, "hub"), ({"members": [0, 1]}, "hub"),
+                                        ({"members": [2, 1], "spares": []}, "hub, left out"),
+                                        ({"members": [2, 1], "spares": [0]}, "hub, spare")])
+def test_node_0s_role_says_it_is_out_of_training(book, role):
+    """B13: node 0, whose own rank was left out of generation 3, showed `running  hub` beside its members in `top`:
+    /status.json and /metrics (both through collect.hub_role) say `hub, left out` (or `hub, spare`)."""
+    from nodeweave.entrypoint.metrics import collect
+
+    live = type("Live", (), {"book": lambda self: book})()
+    assert collect.hub_role(live, 0) == role
