@@ -254,3 +254,27 @@ def test_node_0s_role_says_it_is_out_of_training(book, role):
 
     live = type("Live", (), {"book": lambda self: book})()
     assert collect.hub_role(live, 0) == role
+
+
+def _not_alone():
+    from nodeweave.entrypoint.planning.contract import _NOT_ALONE
+
+    return sorted(_NOT_ALONE)
+
+
+@pytest.mark.parametrize("word", _not_alone())
+def test_the_setup_example_is_never_the_word_refused(word):
+    """B16: `--setup source` was refused with `accepted: ... e.g. source or ...`: the example, built from the user's
+    words, was the very value refused. Each word that does nothing alone (contract._NOT_ALONE) gets a line that
+    works as its example."""
+    import shlex
+
+    from nodeweave.entrypoint.errors import UsageError as EntrypointUsage
+    from nodeweave.entrypoint.planning.contract import read_setup_lines
+
+    with pytest.raises(EntrypointUsage) as caught:
+        read_setup_lines(word, "setup", "flag --setup")
+    accepted = str(caught.value).split("accepted:", 1)[1]
+    examples = accepted.split("e.g. ", 1)[1]
+    assert not examples.startswith(f"{shlex.quote(word)} or"), accepted
+    assert examples.startswith("'source /opt/venv/bin/activate'"), accepted
