@@ -278,3 +278,43 @@ def test_the_setup_example_is_never_the_word_refused(word):
     examples = accepted.split("e.g. ", 1)[1]
     assert not examples.startswith(f"{shlex.quote(word)} or"), accepted
     assert examples.startswith("'source /opt/venv/bin/activate'"), accepted
+
+
+def _good_picture():
+    return {"schema": "nodeweave.live/1", "now": 10.0, "job": "team", "nodes": [], "ranks": []}
+
+
+def _required():
+    from nodeweave.entrypoint.metrics.shape import REQUIRED
+
+    return sorted(REQUIRED)
+
+
+@pytest.mark.parametrize("name", _required())
+def test_a_picture_lacking_what_node_0_always_writes_is_refused(name):
+    """B19: `{"schema": "nodeweave.live/1"}` was drawn as a healthy, moving job (`job ?  generation 0 ... moving`):
+    an answer without now, job, nodes or ranks (shape.REQUIRED, what collect.status always writes) is named."""
+    from nodeweave.entrypoint.metrics.shape import live_problem
+
+    assert live_problem(_good_picture()) is None
+    picture = _good_picture()
+    del picture[name]
+    assert name in (live_problem(picture) or ""), live_problem(picture)
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("where", ["now", "nodes"])
+def test_a_picture_with_a_non_finite_number_is_refused(text, where):
+    """B19: `"now": NaN` was drawn, and `-o json` printed NaN back (no JSON; `jq` refuses it): a number that is
+    not finite anywhere in the picture is named, so no reader draws or prints it."""
+    import json
+
+    from nodeweave.entrypoint.metrics.shape import live_problem
+
+    body = json.dumps(_good_picture())
+    if where == "now":
+        body = body.replace('"now": 10.0', f'"now": {text}')
+    else:
+        body = body.replace('"nodes": []', f'"nodes": [{{"node": 0, "heartbeat_age_s": {text}}}]')
+    problem = live_problem(json.loads(body))
+    assert problem is not None and "not a finite number" in problem, problem
