@@ -318,3 +318,57 @@ def test_a_picture_with_a_non_finite_number_is_refused(text, where):
         body = body.replace('"nodes": []', f'"nodes": [{{"node": 0, "heartbeat_age_s": {text}}}]')
     problem = live_problem(json.loads(body))
     assert problem is not None and "not a finite number" in problem, problem
+
+
+def _plain_names():
+    from nodeweave.entrypoint.recovery.checkpoints import PLAIN_NAMES
+
+    return PLAIN_NAMES
+
+
+@pytest.mark.parametrize("name", _plain_names())
+def test_every_name_the_stepless_hint_shows_is_taken(name):
+    """B15: the hint for a stepless model.pt listed only ckpt_<N>, checkpoint_<N>, step_<N>, iter_<N>, while node 0
+    takes the hyphen forms too (docs/recovery.md's own example saves step-{step}.pt): the hint shows both, and each
+    name it shows is one node 0 takes."""
+    from nodeweave.entrypoint.recovery.checkpoints import _PLAIN_FILE, STEPLESS
+
+    assert name in STEPLESS
+    match = _PLAIN_FILE.fullmatch(name.replace("<N>", "400") + ".pt")
+    assert match is not None and match.group(1) == "400"
+    assert any("-" in shown for shown in _plain_names())
+
+
+def test_the_saves_before_the_job_are_said_counted_not_judged():
+    """B15: `already holds 4 save(s) up to step 1000` counted a save that was cut off (the row named it unfinished
+    a line before): the sentence says the count is of saves found, complete or not."""
+    from nodeweave.entrypoint.recovery.checkpoints import Saved
+    from nodeweave.entrypoint.recovery.setup import earlier_saves
+
+    line = earlier_saves("ck", Saved(4, 1000.0, 1000), now=5000.0)
+    assert "4 save(s) up to step 1000" in line and "complete or cut off alike" in line
+
+
+def test_top_wide_draws_more_than_the_table():
+    """B23: `top -o wide` drew exactly the `table` picture: wide adds each rank's host, flight-recorder seq and
+    seconds inside/outside collectives (top.WIDE_RANK_COLUMNS), every column the table leaves out of the rank rows."""
+    import io
+
+    from rich.console import Console
+
+    from nodeweave.cluster.top import WIDE_RANK_COLUMNS, picture
+
+    live = {"schema": "nodeweave.live/1", "now": 10.0, "job": "team", "book": {"generation": 0, "restarts": 0},
+            "nodes": [{"node": 0, "host": "alpha", "state": "running", "role": "hub", "heartbeat_age_s": 0.0}],
+            "ranks": [{"node": 0, "rank": 0, "host": "alpha", "seq": 4242, "collectives": 7, "state": "in",
+                       "collectives_per_s": 2.0, "inside_s": 1.5, "outside_s": 2.5, "straggler_ratio": None}]}
+
+    def drawn(wide):
+        out = io.StringIO()
+        Console(file=out, width=300).print(picture(live, wide=wide))
+        return out.getvalue().split("ranks", 1)[1]  # the ranks table
+
+    narrow, wide = drawn(False), drawn(True)
+    for column, _ in WIDE_RANK_COLUMNS.values():
+        assert column in wide and column not in narrow, column
+    assert "4242" in wide and "4242" not in narrow and narrow != wide
