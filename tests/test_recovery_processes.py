@@ -68,6 +68,8 @@ def test_without_a_spare_a_fixed_job_ends_on_every_node_naming_the_node_and_why(
     for node in nodes:
         assert ("recovery: the job ends: node 1: its launcher failed (torchrun exited 1); no spare takes its place "
                 "and the job needs 2 node(s), 1 left (every node exits 8)") in node.text(), node.text()
+    assert "recovery: generation 0 ended: node 1" in nodes[0].text(), nodes[0].text()
+    assert "starting generation" not in nodes[0].text(), nodes[0].text()  # walk10 B14: none starts
 
 
 
@@ -167,6 +169,8 @@ def test_the_restart_budget_is_the_whole_jobs_and_ends_it_with_exit_8(tmp_path):
     for node in nodes:
         assert "recovery: the job ends: restart budget spent: 1 restart(s) (recovery.max_restarts); the last fault: " \
                "node 2: its launcher failed" in node.text(), node.text()
+    assert "recovery: starting generation 1" in nodes[0].text(), nodes[0].text()  # walk10 B14: said once decided,
+    assert "starting generation 2" not in nodes[0].text(), nodes[0].text()  # never for one that does not start
 
 
 def test_restarts_without_a_newer_checkpoint_stop_the_job_with_exit_9(tmp_path):
@@ -176,8 +180,9 @@ def test_restarts_without_a_newer_checkpoint_stop_the_job_with_exit_9(tmp_path):
     codes = finish(nodes)
     assert codes == [9, 9, 9, 9], texts(nodes)
     for node in nodes:
-        assert "recovery: the job ends: 2 restarts since the job started, no checkpoint yet " \
-               "(recovery.no_progress_restarts 2)" in node.text(), node.text()
+        assert "recovery: the job ends: 2 restarts since the job started, no checkpoint yet in the checkpoint " \
+               "folder " in node.text(), node.text()  # walk10 B17: the folder it looked in is named
+        assert "(recovery.no_progress_restarts 2)" in node.text(), node.text()
 
 
 def test_a_healthy_run_never_recovers(tmp_path):

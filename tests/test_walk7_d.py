@@ -68,8 +68,8 @@ def test_explain_says_the_saves_already_there_are_never_handed_out(tmp_path):
     out = cli_run.entrypoint("--explain", "--json", "--", "t.py",
                          cwd=tmp_path, env=env, capture_output=True, text=True)
     line = json.loads(out.stdout)["faults"]["checkpoint_dir"]["meaning"]
-    assert "already holds 1 save(s) up to step 70 (the newest 10 min old) from before this job: node 0 never " \
-           "hands them out" in line, line
+    assert "already holds 1 save(s) up to step 70 (the newest 10 min old; complete or cut off alike: counted, not " \
+           "judged) from before this job: node 0 never hands them out" in line, line  # walk10 B15
 
 
 def test_a_job_over_another_jobs_saves_resumes_from_its_own(tmp_path):

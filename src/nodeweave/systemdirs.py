@@ -1,9 +1,13 @@
 """The folders no verb may write nodeweave's files into or sync over: ``/``, system folders, mount roots and the
-parents of homes, and anything inside the system's own trees. A leaf (it imports nothing of nodeweave's), so the
-path judges of every room (sync's DEST, --remote-dir, --runs-dir, render --out) share it.
+parents of homes, and anything inside the system's own trees. A leaf (it imports only the entrypoint's stdlib table
+of system trees), so the path judges of every room (sync's DEST, --remote-dir, --runs-dir, render --out) share it.
 """
 
 import os
+
+# Trees that are the system's own all the way down: the one table lives with the entrypoint (stdlib only), whose
+# checkpoint folder rule judges by it too (walk10 B21/B22).
+from nodeweave.entrypoint.systemfolders import SYSTEM_TREES
 
 ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
@@ -39,31 +43,6 @@ def made_in_system_folder(path: str) -> "str | None":
             return (f"{made} would be made directly in {seen}, which is / or a system folder, where nodeweave makes "
                     f"no folder (of those, only {' and '.join(SCRATCH)} take one)")
     return None
-
-
-# Trees that are the system's own all the way down: a folder inside one is never a workspace, a run folder or a
-# render's output (a sync with --delete into /etc/ssh removes sshd's config; into /var/lib/containers, the engine's
-# storage). /usr/local and /opt hold installed software too, but a user's own folder there is common: only the
-# folders themselves are refused (ROOTISH).
-SYSTEM_TREES = {
-    "/etc": "the system's configuration", "/boot": "the kernel and bootloader", "/proc": "a kernel file system",
-    "/sys": "a kernel file system", "/dev": "the devices", "/bin": "the system's programs",
-    "/sbin": "the system's programs", "/lib": "the system's libraries", "/lib32": "the system's libraries",
-    "/lib64": "the system's libraries", "/usr/bin": "the system's programs", "/usr/sbin": "the system's programs",
-    "/usr/lib": "the system's libraries", "/usr/lib64": "the system's libraries",
-    "/usr/include": "the system's headers", "/usr/share": "the system's data",
-    "/usr/libexec": "the system's programs", "/usr/lib32": "the system's libraries",
-    "/usr/libx32": "the system's libraries", "/usr/games": "the system's programs",
-    "/var/cache": "the package managers' and the system's caches", "/var/spool": "the system's queues (mail, "
-    "cron, print)", "/var/mail": "the users' mailboxes", "/var/backups": "the system's backups",
-    "/var/crash": "the system's crash dumps", "/var/lock": "the running services' locks",
-    "/var/account": "the process accounting records", "/var/empty": "sshd's empty folder", "/var/lib/containers":
-    "the container engine's storage", "/var/lib/docker": "the container engine's storage",
-    "/var/lib/containerd": "the container engine's storage", "/var/lib/kubelet": "the kubelet's storage",
-    "/var/lib/dpkg": "the package manager's records", "/var/lib/apt": "the package manager's records",
-    "/var/run": "the running services' sockets", "/run/containerd": "the container engine's sockets",
-    "/run/docker": "the container engine's sockets", "/run/podman": "the container engine's sockets",
-}
 
 
 def system_tree(path: str) -> "str | None":

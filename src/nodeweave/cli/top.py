@@ -67,7 +67,8 @@ def top_command(
     ratio, the stall state, the step, every node's GPUs and the goodput so far. Once node 0 stops answering (the job
     ended, node 0 is down) a line says since when, and top stops 30 s after its last answer (exit 1).
 
-    With -o json or yaml it reads node 0's /status.json once and prints it (what the picture is drawn from: job,
+    With -o wide the ranks table also shows each rank's host, flight-recorder seq and seconds inside and outside
+    collectives. With -o json or yaml it reads node 0's /status.json once and prints it (what the picture is drawn from: job,
     generation, restarts, step and rate, stall state, ranks, GPUs, goodput). It only reads (changes nothing), so
     it takes no --dry-run."""
     from rich.live import Live
@@ -88,9 +89,9 @@ def top_command(
     if emit(live, fmt):  # the data the picture is drawn from, once (walk6 W1: the hint named a verb without it)
         return
     if once:
-        out.print(picture(live, everything))
+        out.print(picture(live, everything, wide=fmt == "wide"))
         return
-    watch = Watch(live, lambda: ask_live(target, url), lambda data: picture(data, everything))
+    watch = Watch(live, lambda: ask_live(target, url), lambda data: picture(data, everything, wide=fmt == "wide"))
     try:
         if not out.is_terminal:  # a file or a pipe: a frame per redraw, a log (walk9 B26: nothing came for 50 s)
             out.print(watch.frame())

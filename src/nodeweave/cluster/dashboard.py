@@ -25,11 +25,11 @@ import math
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Deque, List, Optional, Tuple
 
-from nodeweave.entrypoint.metrics.server import http_server  # node 0's /metrics is served the same way
+from nodeweave.entrypoint.metrics.server import PlainHandler, http_server  # node 0's /metrics is served the same way
 
 
 SCHEMA = "nodeweave.dashboard/1"
@@ -226,25 +226,18 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
                     "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": run_heat(heat)})
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(PlainHandler):  # GET and HEAD, plain-text errors: node 0's server's rules (walk10 B11)
     document: Callable[[], dict] = staticmethod(lambda: {})
     server_version = "nodeweave-dashboard"
+    PATHS = ("/", "/state.json")
 
-    def do_GET(self):  # noqa: N802 - http.server's name
-        path = self.path.split("?", 1)[0]
+    def answer(self, path):
         if path in ("/", "/index.html"):
-            body, kind = PAGE.read_bytes(), "text/html; charset=utf-8"
-        elif path == "/state.json":
-            body, kind = json.dumps(self.document(), allow_nan=False).encode(), "application/json"
-        else:
-            self.send_error(404, "only / and /state.json")
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
+            return PAGE.read_bytes(), "text/html; charset=utf-8", (("Cache-Control", "no-store"),)
+        if path == "/state.json":
+            return (json.dumps(self.document(), allow_nan=False).encode(), "application/json",
+                    (("Cache-Control", "no-store"),))
+        return None
 
     def log_message(self, format, *args):  # noqa: A002 - http.server's signature
         pass  # a page polling twice a second is not news

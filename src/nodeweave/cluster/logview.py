@@ -26,7 +26,9 @@ PREFIXES = (
     re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local>\d+)\]:\s?"),  # torchrun --tee: [default0]: (local rank)
     re.compile(r"^(?P<head>.*?)\[Rank (?P<rank>\d+)\]\s?"),     # DeepSpeed's log_dist: [INFO] ... [Rank 0]
 )
-NEXT_GENERATION = re.compile(r"recovery: generation (\d+) ended: .*; starting generation (\d+)")
+# node 0's line once it decided a next generation starts (an older nodeweave's said it on the "ended" line, walk10
+# B14: a generation that never started was announced there)
+NEXT_GENERATION = re.compile(r"recovery: (?:generation \d+ ended: .*; )?starting generation (\d+)")
 WINDOW = 256
 HOLD_S = 0.5
 
@@ -132,9 +134,9 @@ class LogView:
     def _generation_mark(self, text: str) -> List[Tuple[str, str, str]]:
         """A rule where a new generation starts (the recovery line every node prints), once per generation."""
         match = NEXT_GENERATION.search(text)
-        if not match or self.generation == int(match.group(2)):
+        if not match or self.generation == int(match.group(1)):
             return []
-        self.generation = int(match.group(2))
+        self.generation = int(match.group(1))
         return self.flush() + [("", "", f"── generation {self.generation} ──")]
 
     def _due(self) -> List[Tuple[str, str, str]]:

@@ -233,9 +233,18 @@ def _said(title: str, rows: list, key: str, left: Optional[str]) -> Optional[Tex
     return Text(f"{title}: {len(rows)} ({_counted(rows, key)}); {left}, --all for every row")
 
 
-def picture(live: dict, everything: bool = False) -> Group:
+# the columns `-o wide` adds to the ranks table (walk10 B23: `top -o wide` drew exactly the table): rank row key ->
+# (column, how its value is shown)
+WIDE_RANK_COLUMNS = {"host": ("host", lambda v: cell(v)), "seq": ("flight seq", lambda v: cell(v)),
+                     "inside_s": ("in s", lambda v: "-" if v is None else f"{v:.1f}"),
+                     "outside_s": ("out s", lambda v: "-" if v is None else f"{v:.1f}")}
+
+
+def picture(live: dict, everything: bool = False, wide: bool = False) -> Group:
     """The job now: a header line, the nodes, the ranks (a straggler in red), every node's GPUs, the goodput.
-    Past ``WHOLE_UP_TO`` rows a table shows counts by state and its ``WORST`` rows (``everything``: all)."""
+    Past ``WHOLE_UP_TO`` rows a table shows counts by state and its ``WORST`` rows (``everything``: all).
+    ``wide`` (``-o wide``): the ranks table also shows each rank's host, flight-recorder seq and the seconds it
+    spent inside and outside collectives (``WIDE_RANK_COLUMNS``)."""
     book = live.get("book") or {}
     step = live.get("step")
     head = Text(f"job {live.get('job') or '?'}  generation {book.get('generation', 0)}  "
@@ -262,7 +271,8 @@ def picture(live: dict, everything: bool = False) -> Group:
                                                           _order(r.get("rank"))))
     ranks_said = _said("ranks", every_rank, "state", left)
     ranks = Table(title="ranks", title_justify="left", expand=False)
-    for column in ("node", "rank", "state", "collectives", "per s", "straggler", "in collectives"):
+    for column in ("node", "rank", "state", "collectives", "per s", "straggler", "in collectives") + (
+            tuple(name for name, _ in WIDE_RANK_COLUMNS.values()) if wide else ()):
         ranks.add_column(column)
     for r in shown:
         ratio = r.get("straggler_ratio")
@@ -273,7 +283,8 @@ def picture(live: dict, everything: bool = False) -> Group:
                       cell(r.get("collectives", r.get("seq"))),
                       _rate(r.get("collectives_per_s")),
                       Text("-" if ratio is None else f"{ratio:.2f}x", style="bold red" if slow else ""),
-                      "-" if not busy else f"{100 * (r.get('inside_s') or 0) / busy:.0f}%")
+                      "-" if not busy else f"{100 * (r.get('inside_s') or 0) / busy:.0f}%",
+                      *([shown_as(r.get(key)) for key, (_, shown_as) in WIDE_RANK_COLUMNS.items()] if wide else []))
     parts = [part for part in (head, nodes_said, nodes, ranks_said, ranks) if part is not None]
     every = live.get("node_gpus") or ([{"node": "0", "source": live.get("gpu_source"), "gpus": live["gpus"]}]
                                       if live.get("gpus") else [])

@@ -198,8 +198,17 @@ def fault_rows(settings, plan):
     """The Faults section: {key: {"value", "source", "meaning"}} in the order ``--explain`` prints them."""
     recovery = bool(settings.get("recovery"))
     exchange = plan.exchange or {}
+    from .planning.launch import elastic_ends_at_first_loss
+
+    elastic = plan.topology is not None and plan.topology.elastic and not recovery
     if recovery:
         ends = "a fault starts a new generation of the job (docs/recovery.md)"
+    elif elastic:  # walk10 B20: the heartbeat stops no node here; the launcher's rendezvous decides
+        launcher = plan.launch.launcher if plan.launch is not None else None
+        ends = (elastic_ends_at_first_loss(settings, plan.topology, launcher) or
+                f"a lost node: {launcher or 'the launcher'}'s rendezvous decides what follows (max restarts "
+                f"{settings.get('max_restarts') or 0}: it re-forms the job at {plan.topology.nnodes_min} or more "
+                "nodes, up to that many times)")
     elif exchange.get("enabled") and exchange.get("heartbeat"):
         ends = "a fault ends the job: the heartbeat stops every node (exit 5)"
     elif plan.topology is not None and plan.topology.nnodes_max > 1:

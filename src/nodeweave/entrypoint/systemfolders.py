@@ -23,6 +23,50 @@ FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the 
 # Folders each container has to itself (an emptyDir, the image's own layer): what a node writes there the others
 # never see, and it is gone with the container.
 PER_CONTAINER = ("/tmp", "/var/tmp", "/run")  # /dev/shm: refused outright (inside /dev)
+# Trees that are the system's own all the way down: a folder inside one is never a workspace, a run folder or a
+# render's output (a sync with --delete into /etc/ssh removes sshd's config; into /var/lib/containers, the engine's
+# storage). /usr/local and /opt hold installed software too, but a user's own folder there is common: only the
+# folders themselves are refused (ROOTISH).
+SYSTEM_TREES = {  # the CLI's own folders (failures.own_folder_problem) and the checkpoint folder (path_problem)
+    "/etc": "the system"s configuration",
+    "/boot": "the kernel and bootloader",
+    "/proc": "a kernel file system",
+    "/sys": "a kernel file system",
+    "/dev": "the devices",
+    "/bin": "the system"s programs",
+    "/sbin": "the system"s programs",
+    "/lib": "the system"s libraries",
+    "/lib32": "the system"s libraries",
+    "/lib64": "the system"s libraries",
+    "/usr/bin": "the system"s programs",
+    "/usr/sbin": "the system"s programs",
+    "/usr/lib": "the system"s libraries",
+    "/usr/lib64": "the system"s libraries",
+    "/usr/include": "the system"s headers",
+    "/usr/share": "the system"s data",
+    "/var/lib/containers": "the container engine"s storage",
+    "/var/lib/docker": "the container engine"s storage",
+    "/var/lib/containerd": "the container engine"s storage",
+    "/var/lib/kubelet": "the kubelet"s storage",
+    "/var/lib/dpkg": "the package manager"s records",
+    "/var/lib/apt": "the package manager"s records",
+    "/var/run": "the running services" sockets",
+    "/run/containerd": "the container engine"s sockets",
+    "/run/docker": "the container engine"s sockets",
+    "/run/podman": "the container engine"s sockets",
+    "/usr/libexec": "the system"s programs",
+    "/usr/lib32": "the system"s libraries",
+    "/usr/libx32": "the system"s libraries",
+    "/usr/games": "the system"s programs",
+    "/var/cache": "the package managers" and the system"s caches",
+    "/var/spool": "the system"s queues (mail, cron, print)",
+    "/var/mail": "the users" mailboxes",
+    "/var/backups": "the system"s backups",
+    "/var/crash": "the system"s crash dumps",
+    "/var/lock": "the running services" locks",
+    "/var/account": "the process accounting records",
+    "/var/empty": "sshd"s empty folder",
+}
 
 
 def normal_path(text):
@@ -60,7 +104,8 @@ def unexpanded(text):
 
 def path_problem(text, absolute_too=True):
     """Why ``text``, read relative to ``workspace.path``, is not a folder of the job's own, or None: a relative
-    path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder. ``~`` and
+    path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder nor inside one of
+    the system's own trees (``SYSTEM_TREES``: /etc/ssh, /usr/lib/x), the rule the CLI's own folders follow. ``~`` and
     ``$VAR`` are refused: no shell reads the path, so they would name a folder ``~`` or ``$HOME`` in the workspace."""
     if text != text.strip():  # kept by the script, dropped by a reader that strips: one folder read two ways
         return edge_space_problem(text)
@@ -89,6 +134,9 @@ def path_problem(text, absolute_too=True):
             return f"{normal} is a system folder ({what})"
         if folder.startswith(normal.rstrip("/") + "/"):
             return f"{normal} holds the system folder {folder} ({what})"
+    tree = next((tree for tree in SYSTEM_TREES if normal.startswith(tree + "/")), None)
+    if tree is not None:  # walk10 B21/B22: /etc/ssh, /usr/lib/x, as the CLI's own folders are refused
+        return f"{normal} is inside {tree} ({SYSTEM_TREES[tree]})"
     return None
 
 

@@ -63,13 +63,21 @@ IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
                   ("--interval", "--run"): "--run shows a run's folder; --interval is how often node 0 is read"},
     "logs": {**{pair: why for pair, why in _FROM_THE_FOLDER.items() if pair[0] != "--node"},  # a folder's node-i.log
              ("--container", "--run"): "--run reads the run folder's node logs; --container the live containers'"},
-    "top": {("--interval", "--once"): "--once reads node 0 one time; --interval is the time between readings"},
+    "top": {("--interval", "--once"): "--once reads node 0 one time; --interval is the time between readings",
+            ("--interval", "--json"): "--json prints node 0's /status.json one time; --interval is the time between "
+                                      "readings"},
 }
 # (flag, option): {values of option: why}: the flag does nothing when the option has one of these values
 # (``sync -z --method stream``: rsync never runs, walk5 W35).
 IDLE_WITH_VALUE: Dict[Tuple[str, str], Dict[str, str]] = {
     ("--compress", "--method"): {"stream": "a stream never runs rsync, and -z is rsync's compression",
                                  "tar": "tar never runs rsync, and -z is rsync's compression"},
+}
+# verb: {(flag, option): {values: why}}: as IDLE_WITH_VALUE, on that verb only (walk10 B12: `top -o json --interval 5`
+# printed once and said nothing of --interval, while `--once --interval` was refused).
+_READ_ONCE = "it prints node 0's /status.json one time; --interval is the time between readings"
+IDLE_WITH_VALUE_ON: Dict[str, Dict[Tuple[str, str], Dict[str, str]]] = {
+    "top": {("--interval", "--output"): {"json": _READ_ONCE, "yaml": _READ_ONCE}},
 }
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {
@@ -115,8 +123,9 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
     for (flag, other), why in idle.items():
         if flag in given and other in given:
             raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")
-    for (flag, option), values in IDLE_WITH_VALUE.items():
-        value = option_value(words, option) if flag in given and option in given else None
+    for (flag, option), values in {**IDLE_WITH_VALUE, **IDLE_WITH_VALUE_ON.get(verb, {})}.items():
+        value = next((v for v in (option_value(words, name) for name in _spellings(command, option)) if v), None) \
+            if flag in given and option in given else None
         if value in values:
             raise UsageError(f"{flag} does nothing with {option} {value} ({values[value]}): leave {flag} out, or "
                              f"give another {option}")
@@ -139,6 +148,14 @@ def refuse_two_formats(command, ctx) -> None:
         source = ctx.get_parameter_source(names["--output"])
         typed = source is not None and getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT")
         data_format(bool(params.get(names["--json"])), params.get(names["--output"]) or "table", typed=typed)
+
+
+def _spellings(command, option: str) -> "list[str]":
+    """Every name of the option whose long name is ``option`` (``--output`` and ``-o``)."""
+    for param in getattr(command, "params", ()):
+        if option in getattr(param, "opts", ()):
+            return list(param.opts)
+    return [option]
 
 
 def option_value(words: Sequence[str], option: str) -> "str | None":

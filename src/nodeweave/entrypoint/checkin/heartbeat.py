@@ -60,6 +60,15 @@ def describe(report):
     return lines
 
 
+
+# What node 0 says of a node checking in late, by the role the recovery book gives it (``book.Role``; without recovery
+# every node is a member): a node left out that came back is not said to have joined the job (walk10 B10).
+JOINED = {"member": "joined the job",
+          "spare": "joined the job as a spare: it waits to take a left-out node's place",
+          "left out": "is back, left out of this generation (node 0 counted it at fault): it waits, and may take a "
+                      "place in a later one",
+          "out for good": "is back, left out for good (at fault too often): it waits, holding no place"}
+
 class Watch(WatchSurface):
     """What both sides share: the thread, the lock, the first failure and the launcher's stop (and what the
     stall exchange mixed into each side uses of it: ``stall/surface.py``)."""
@@ -134,7 +143,9 @@ class Watch(WatchSurface):
                 self.log(line)
             self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
         else:
-            was = f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else "failed"
+            lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
+            was = (f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else
+                   f"was declared lost by {lost_by}" if lost_by else "failed")
             self.log(f"{label} {was}: {lines[0]}; stopping this node's launcher {then}")
             for line in lines[1:]:
                 self.log(line)
@@ -214,14 +225,22 @@ class LinkWatch(LinkStall, Watch):
                         return
             except ExchangeError:
                 if not self.stopping.is_set() and not self.closing:
-                    self._stop_for(f"node 0 ({self.channel.peer})", {
-                        "how": self._own_pause(silent, woke) or "its exchange closed without a word: node 0's entrypoint "
-                               "was killed or its node or network went away"}, hub_gone=True)
+                    self._hub_lost(silent, woke, "its exchange closed without a word: node 0's entrypoint was killed "
+                                   "or its node or network went away")
                 return
             if self.clock() - last_heard > LOST_S:
-                self._stop_for(f"node 0 ({self.channel.peer})", {
-                    "how": self._own_pause(silent, woke) or f"no heartbeat for {LOST_S:g}s"}, hub_gone=True)
+                self._hub_lost(silent, woke, f"no heartbeat for {LOST_S:g}s")
                 return
+
+    def _hub_lost(self, silent, woke, how):
+        """Node 0 went quiet: node 0 failed (``how``), or, when this node itself was the one stopped, this node was
+        declared lost, said as such (walk10 B10: the line opened `node 0 (...) failed` though node 0 was fine)."""
+        paused = self._own_pause(silent, woke)
+        if paused:
+            self._stop_for("this node", {"how": paused, "declared_lost_by": f"node 0 ({self.channel.peer})"},
+                           hub_gone=True)
+        else:
+            self._stop_for(f"node 0 ({self.channel.peer})", {"how": how}, hub_gone=True)
 
     def _own_pause(self, silent, woke):
         """Why node 0 went quiet when it was this node that stopped (walk9 B12: a node woken from SIGSTOP, a
@@ -490,7 +509,7 @@ class HubWatch(HubStall, Watch):
             peer.last_heard = self.clock()
             self.hub.peers.append(peer)
             self.hub.board.watch(peer)
-            self.log(f"{_label(peer)} joined the job")
+            self.log(f"{_label(peer)} {JOINED.get(peer.role, JOINED['member'])}")
         else:
             self.hub.board.let_go(peer, 1.0)
 

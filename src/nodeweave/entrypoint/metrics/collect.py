@@ -89,7 +89,8 @@ def families(live, now=None):
     if watch is not None:
         own = watch.hub.own_fp or {}
         beats.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname")), 0.0))
-        ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running", role="hub"), 1))
+        ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running",
+                         role=hub_role(live, own.get("rank", 0))), 1))
         clock = watch.clock()
         peers = list(watch.hub.peers)
         _forget_labels_past(4 * (len(peers) + len(views)) + 256)
@@ -235,6 +236,17 @@ def _in_words(state):
     return STATES.get(state, state)
 
 
+def hub_role(live, rank):
+    """Node 0's role, as /metrics and /status.json say it: the hub, and, under recovery, what the book gives it in
+    this generation when it does not train (walk10 B13: a node 0 whose own rank was left out showed `hub` beside
+    its members, nothing saying it was out of training, where a left-out worker shows `left out`)."""
+    book = live.book() if live is not None and hasattr(live, "book") else None
+    members = book.get("members") if isinstance(book, dict) else None
+    if not isinstance(members, list) or rank in members:
+        return "hub"
+    return "hub, spare" if rank in (book.get("spares") or ()) else "hub, left out"
+
+
 def status(live, now=None):
     """The same picture as JSON (``/status.json``, what ``nodeweave top`` draws)."""
     now = time.time() if now is None else now
@@ -244,8 +256,8 @@ def status(live, now=None):
     nodes = []
     if watch is not None:
         own = watch.hub.own_fp or {}
-        nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running", "role": "hub",
-                      "heartbeat_age_s": 0.0})
+        nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running",
+                      "role": hub_role(live, own.get("rank", 0)), "heartbeat_age_s": 0.0})
         clock = watch.clock()
         for peer in list(watch.hub.peers):
             fp = peer.fp or {}

@@ -19,7 +19,71 @@ from ..hostport import listen_family
 CACHE_S = 2.0  # scrapes this close together (two Prometheus replicas, top beside them) share one rendering
 
 
-class _Handler(BaseHTTPRequestHandler):
+class PlainHandler(BaseHTTPRequestHandler):
+    """What every HTTP server of nodeweave's answers alike (node 0's /metrics, the dashboard; walk10 B11): GET and
+    HEAD (a HEAD as its GET without the body: ``curl -I``, uptime checkers, load balancers' probes), a path with
+    or without a trailing slash or a query, and every error as one plain-text line naming the paths served, never
+    http.server's HTML page; any other method is 405 with ``Allow: GET, HEAD``. A subclass gives ``PATHS`` (for
+    the error line) and ``answer(path)``: (body, content type, extra headers) or None for a path it does not
+    serve."""
+
+    PATHS = ()
+
+    def answer(self, path):
+        return None
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self._reply(head=False)
+
+    def do_HEAD(self):  # noqa: N802 - http.server's name
+        self._reply(head=True)
+
+    def _refuse_method(self):
+        self.send_error(405, f"{self.command} is not served")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
+
+    def _reply(self, head):
+        path = self.path.split("?", 1)[0]
+        path = path.rstrip("/") or "/"  # /metrics/ is /metrics
+        try:
+            answered = self.answer(path)
+        except Exception as err:  # noqa: BLE001 - an answer that fails says why; the job goes on
+            self.send_error(500, f"{err!r}"[:200])
+            return
+        if answered is None:
+            self.send_error(404, f"{path} is not served")
+            return
+        body, kind, headers = answered
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def send_error(self, code, message=None, explain=None):
+        """One plain-text line, naming what is served, in place of http.server's HTML page."""
+        text = (f"{self.server_version}: {message or code}; served: {', '.join(self.PATHS)} (GET or HEAD)\n"
+                ).encode("utf-8", "replace")
+        try:
+            self.send_response(code, None)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(text)))
+            if code == 405:
+                self.send_header("Allow", "GET, HEAD")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(text)
+        except OSError:
+            pass  # the asker went away
+
+
+class _Handler(PlainHandler):
+    PATHS = ("/metrics", "/status.json")
     live = None
     cache = None  # path -> (time.monotonic() of the rendering, body), per server
     lock = None
@@ -34,28 +98,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.cache[path] = (time.monotonic(), body)
             return body
 
-    def do_GET(self):  # noqa: N802 - http.server's name
-        path = self.path.split("?", 1)[0]
-        try:
-            if path == "/metrics":
-                body = self._body(path, lambda: render(collect.families(self.live)).encode())
-                kind = CONTENT_TYPE
-            elif path == "/status.json":
-                body = self._body(path, lambda: json.dumps(collect.status(self.live)).encode())
-                kind = "application/json"
-            elif path == "/":
-                body, kind = b"nodeweave: /metrics (Prometheus), /status.json\n", "text/plain; charset=utf-8"
-            else:
-                self.send_error(404, "only /metrics and /status.json")
-                return
-        except Exception as err:  # noqa: BLE001 - a scrape that fails says why; the job goes on
-            self.send_error(500, f"metrics: {err!r}"[:200])
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def answer(self, path):
+        if path == "/metrics":
+            return self._body(path, lambda: render(collect.families(self.live)).encode()), CONTENT_TYPE, ()
+        if path == "/status.json":
+            return self._body(path, lambda: json.dumps(collect.status(self.live)).encode()), "application/json", ()
+        if path == "/":
+            return b"nodeweave: /metrics (Prometheus), /status.json\n", "text/plain; charset=utf-8", ()
+        return None
 
     def log_message(self, format, *args):  # noqa: A002 - http.server's signature
         pass  # a scrape every 15 s is not news in the job's log

@@ -69,6 +69,35 @@ def _each(where: str, items: list, fields: dict):
     return None
 
 
+# what node 0 writes in every picture (collect.status): an answer without one of them is no picture of a job, even
+# one with the right schema (walk10 B19: `{"schema": "nodeweave.live/1"}` was drawn as a healthy, moving job)
+REQUIRED = {"now": _NUMBER, "job": (str, _NONE), "nodes": list, "ranks": list}
+
+
+def _lacks(answer):
+    missing = [name for name in REQUIRED if name not in answer]
+    if missing:
+        return f"an object with schema {SCHEMA} but no {', '.join(missing)} (node 0 writes every one)"
+    if answer.get("now") is None or answer.get("nodes") is None or answer.get("ranks") is None:
+        name = next(n for n in ("now", "nodes", "ranks") if answer.get(n) is None)
+        return f"{name} is null, not {_wanted(REQUIRED[name])}"
+    return None
+
+
+def _non_finite(where, value):
+    """The first number that is NaN or infinite anywhere in ``value``, in one phrase: no JSON holds one (json.loads
+    takes them, and `-o json` would print them back, which `jq` refuses; walk10 B19)."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return f"{where.rstrip('.') or 'a value'} is {value!r}, not a finite number"
+    if isinstance(value, dict):
+        items = ((f"{where}{k}.", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where.rstrip('.')}[{i}].", v) for i, v in enumerate(value))
+    else:
+        return None
+    return next(filter(None, (_non_finite(w, v) for w, v in items)), None)
+
+
 def _step(step):
     """Why ``step`` is not (logger, number, time), in one phrase; None when it is, or absent."""
     if step is None:
@@ -121,5 +150,7 @@ def live_problem(answer):
                                                  dict.fromkeys(GOODPUT_BUCKETS, _NUMBER)),
         lambda: None if not goodput or all(name in (goodput.get("buckets") or {}) for name in GOODPUT_BUCKETS) else
         f"goodput.buckets lacks {', '.join(n for n in GOODPUT_BUCKETS if n not in (goodput.get('buckets') or {}))}",
+        lambda: _lacks(answer),  # after the types: a field of the wrong type is named as such first
+        lambda: _non_finite("", answer),
     )
     return next(filter(None, (check() for check in checks)), None)

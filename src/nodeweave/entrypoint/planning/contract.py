@@ -424,11 +424,14 @@ def read_setup_lines(text, what, source):
     alone = [line for line in lines if line.strip() in _NOT_ALONE]
     if (unquoted and len(lines) > 1) or alone:
         shown = ", ".join(repr(line) for line in lines[:4]) + (", ..." if len(lines) > 4 else "")
-        meant = shlex.quote(str(text).strip()) if unquoted else "'source /opt/conda/bin/activate train'"
+        # the user's words as one line only where that line works: never the very word refused (walk10 B16)
+        whole = str(text).strip()
+        meant = shlex.quote(whole) if unquoted and whole not in _NOT_ALONE else "'source /opt/venv/bin/activate'"
+        other = "'module load cuda' 'source /opt/conda/bin/activate train'"
         raise UsageError(f"{what} {text!r} (from {source}) splits into {len(lines)} line(s) ({shown})"
                          + (f", and {alone[0]!r} alone does nothing" if alone else "")
                          + f": each shell-quoted word is one line; accepted: one quoted word per line, "
-                         f"e.g. {meant} or 'module load cuda' 'source /opt/venv/bin/activate'")
+                         f"e.g. {meant} or {other}")
     return lines
 
 

@@ -121,7 +121,26 @@ def _restarts(settings, topo, launcher, warnings):
         emit(warnings, "restarts-across-nodes", f"max restarts {restarts} ({settings.source('max_restarts')}): "
              f"{launcher}'s static rendezvous across {topo.nnodes_max} nodes restarts only the failed node's ranks, "
              "and the others wait in the old collective until the stall watch stops the job")
+    if elastic_ends_at_first_loss(settings, topo, launcher) and warnings is not None:
+        from .rules import emit
+
+        emit(warnings, "elastic-no-restarts", elastic_ends_at_first_loss(settings, topo, launcher))
     return restarts
+
+
+def elastic_ends_at_first_loss(settings, topo, launcher):
+    """What a MIN:MAX plan without recovery and without a restart count does when a node is lost, or None (walk10
+    B20): torchrun re-forms the job at MIN..MAX nodes only on a restart, and with none (max restarts 0, the
+    default) the survivors' collective fails and the launcher exits 1, so the elastic job ends at the first loss.
+    The Faults row of --explain and the start-up warning say this one line."""
+    if settings.get("recovery") or settings.get("max_restarts") or topo is None or not topo.elastic:
+        return None
+    if launcher not in ("torchrun", "accelerate") or _restarts_option(settings, launcher) is not None:
+        return None  # a restart count in the launcher options is the same count by another road
+    return (f"nnodes {topo.nnodes_min}:{topo.nnodes_max} without a restart count (max restarts 0, "
+            f"{settings.source('max_restarts')}): a lost node ends the job ({launcher} exits 1 on every node left), "
+            f"since {launcher}'s rendezvous re-forms the job at {topo.nnodes_min} or more nodes only on a restart; "
+            "NODEWEAVE_MAX_RESTARTS 1 or more (launcher.max_restarts) lets it go on with fewer nodes")
 
 
 def _restarts_option(settings, launcher):

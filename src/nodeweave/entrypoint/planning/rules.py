@@ -391,6 +391,8 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("restarts-across-nodes", None, WARNING,
          "set recovery.enabled: true (nodeweave restarts every node together as one generation) and "
          "launcher.max_restarts: 0"),
+    Rule("elastic-no-restarts", None, WARNING,
+         "set NODEWEAVE_MAX_RESTARTS (launcher.max_restarts) to 1 or more, or recovery.enabled: true"),
     Rule("checkpoint-dir-per-container", None, WARNING,
          "save checkpoints on storage every node mounts (a volume, or a folder inside workspace.path); a folder in "
          "/tmp is fine only where a shared volume is mounted there"),

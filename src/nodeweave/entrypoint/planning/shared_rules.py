@@ -19,7 +19,7 @@ def inside_workspace_accepted(example, absolute_example=None):
     if absolute_example is None:
         return relative
     return (f"{relative}, or an absolute folder that is not / nor a system folder (/etc, /usr, /tmp, ...) nor "
-            f"inside /proc, /sys or /dev, e.g. {absolute_example}")
+            f"inside /proc, /sys, /dev or one of the system's trees (/etc/ssh, /usr/lib/x), e.g. {absolute_example}")
 
 
 CHECKPOINT_DIR_ACCEPTED = inside_workspace_accepted("checkpoints", "/data/checkpoints (on storage every node "

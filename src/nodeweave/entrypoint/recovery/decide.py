@@ -41,11 +41,12 @@ __all__ = ("FOR_GOOD", "Limits", "first", "came_back", "judged", "ended", "after
 class Limits:
     """The spec's ``recovery`` fields that decide, and the job's size."""
 
-    __slots__ = ("slots", "minimum", "max_restarts", "no_progress")
+    __slots__ = ("slots", "minimum", "max_restarts", "no_progress", "folder")
 
-    def __init__(self, slots, minimum, max_restarts, no_progress):
+    def __init__(self, slots, minimum, max_restarts, no_progress, folder=None):
         self.slots, self.minimum = slots, minimum            # training nodes wanted; fewest an elastic job takes
         self.max_restarts, self.no_progress = max_restarts, no_progress  # 0 = no such brake
+        self.folder = folder  # the checkpoint folder node 0 scans: the no-progress verdict names it (walk10 B17)
 
 
 def first(present, limits, step=None, saves_before=None):
@@ -137,7 +138,7 @@ def after_fault(book, culprit, why, present, step, limits):
         return _stop(book, EXIT_GAVE_UP, f"restart budget spent: {limits.max_restarts} restart(s) "
                      f"(recovery.max_restarts); the last fault: {why}")
     if limits.no_progress and progress.stalled:
-        return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict()} (recovery.no_progress_restarts "
+        return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict(limits.folder)} (recovery.no_progress_restarts "
                      f"{limits.no_progress}); the last fault: {why}")
     available = set(present) - book.for_good - ({culprit} if culprit is not None else set())
     members, spares = _fill(book.members, available, limits.slots)

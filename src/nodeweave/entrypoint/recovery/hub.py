@@ -33,7 +33,7 @@ class HubSide:
     def loop(self):
         from ..checkin.heartbeat import HubWatch
 
-        hub, book, fault = self.checkin.hub, None, None
+        hub, book, fault, ended = self.checkin.hub, None, None, False
         hub.own_fp = self.checkin.fingerprint
         hub.keep_listener = True  # each generation's hub hands the port to the next: nodes coming back queue
         while True:
@@ -60,6 +60,9 @@ class HubSide:
             keep(self.settings, decide.kept_by(book, 0))
             if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
+            if ended and book.decision is not Decision.STOP:  # said once decided: a generation that never
+                self.log(f"recovery: starting generation {book.generation}")  # starts is not announced (B14)
+            ended = False
             if book.decision is Decision.STOP:
                 say_stop(book, self.log)
                 hub.keep_listener = False
@@ -89,9 +92,9 @@ class HubSide:
             if fault.error:  # decided now: no generation follows, so none is announced (walk7 B45)
                 self.log(f"recovery: generation {book.generation} ended: {fault.why}: the job's own error, the "
                          "same on every node that raised one; not restarting")
-            else:
-                self.log(f"recovery: generation {book.generation} ended: {fault.why}; starting generation "
-                         f"{book.generation + 1}")
+            else:  # what follows is said once node 0 decided it (walk10 B14, walk7 B45)
+                self.log(f"recovery: generation {book.generation} ended: {fault.why}")
+                ended = True
             hub = self._new_hub(hub)
 
     def _saves_before(self, hub):

@@ -1,4 +1,5 @@
-"""Do restarts still make checkpoint progress? Node 0's record across generations (pure, no I/O).
+"""Do restarts still make checkpoint progress? Node 0's record across generations (pure, but for the verdict's
+look at whether the checkpoint folder exists).
 
 A job that crashes before its next save restarts from the same checkpoint
 forever; NVIDIA's resiliency extension stops after K generations without a
@@ -13,6 +14,7 @@ save written again since is progress. Marks of the two kinds never compare
 as "not newer": a change of kind counts as progress.
 """
 
+import os
 import time
 
 
@@ -56,19 +58,27 @@ class Progress:
     def stalled(self):
         return self.restarts_without_progress() >= self.limit
 
-    def verdict(self):
-        """"3 restarts since step 4200, no newer checkpoint", or None while restarts still make progress."""
+    def verdict(self, folder=None):
+        """"3 restarts since step 4200, no newer checkpoint in ck", or None while restarts still make progress.
+        ``folder``: the checkpoint folder node 0 scanned, named in the verdict (walk10 B17: a script saving
+        elsewhere was told only "no checkpoint yet"), with whether it exists and where the script must save."""
         if not self.stalled:
             return None
         count = self.restarts_without_progress()
         since = self.since()
         plural = "restart" if count == 1 else "restarts"
+        where = f" in the checkpoint folder {folder}" if folder else ""
         if since is None:
-            return f"{count} {plural} since the job started, no checkpoint yet"
+            line = f"{count} {plural} since the job started, no checkpoint yet{where}"
+            if folder:
+                there = "which does not exist" if not os.path.isdir(folder) else "which holds no complete save"
+                line += (f" ({there}: does the script save elsewhere? it must save where NODEWEAVE_CHECKPOINT_DIR "
+                         "points)")
+            return line
         if _is_saved(since):
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since["saved"]))
-            return f"{count} {plural} since the checkpoint saved at {when} (it records no step), no newer save"
-        return f"{count} {plural} since step {since}, no newer checkpoint"
+            return f"{count} {plural} since the checkpoint saved at {when} (it records no step), no newer save{where}"
+        return f"{count} {plural} since step {since}, no newer checkpoint{where}"
 
     def to_dict(self):
         return {"limit": self.limit, "steps": list(self.steps)}

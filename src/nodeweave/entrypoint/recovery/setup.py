@@ -20,7 +20,8 @@ class Config:
         self.minimum, self.slots = job_size(settings) if self.spares else (topo.nnodes_min, topo.nnodes_max)
         self.nodes = self.slots + self.spares  # containers: every identity 0..nodes-1
         self.limits = decide.Limits(self.slots, self.minimum, settings.get("recovery_max_restarts", RECOVERY_RESTARTS),
-                                    settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS))
+                                    settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS),
+                                    settings.get("checkpoint_dir"))
         self.folder = settings.get("checkpoint_dir")
 
 
@@ -198,7 +199,9 @@ def earlier_saves(folder, found, now=None):
     writing = ("; one was written moments ago: another program may be saving here now, and its next save would pass "
                "for this job's (node 0 refuses a second nodeweave job over this folder, not any other writer)"
                if fresh else "")
-    return (f"checkpoint_dir {folder} already holds {found.count} save(s){upto} (the newest {age} old) from before "
+    # counted, not judged (``already_saved``): a save cut off is among them (walk10 B15), so they are said as found
+    return (f"checkpoint_dir {folder} already holds {found.count} save(s){upto} (the newest {age} old; complete "
+            "or cut off alike: counted, not judged) from before "
             "this job: node 0 never hands them out (another run's), so a fault before this job's first save "
             f"restarts the script from scratch{writing}; give each run its own folder (e.g. checkpoints/<run id>) "
             "or empty it, and to go on from one, load it in the script yourself")
