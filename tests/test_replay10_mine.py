@@ -194,3 +194,53 @@ def test_a_python_script_gets_no_interpreter_note(capsys, team):
     (team / "train.py").write_text("#!/usr/bin/env python3\nprint(1)\n")
     code, out, err = run_cli(capsys, "validate")
     assert code == 0 and "another interpreter" not in out + err
+
+
+@pytest.mark.parametrize("ending", ["done", "failed", "interrupted"])
+def test_the_wheels_linked_in_for_a_build_leave_the_project_after_it(capsys, team, tmp_path_factory, monkeypatch,
+                                                                    ending):
+    """walk10 C12: `image build --wheelhouse W` left W's wheels linked into the project's wheelhouse/ (225 MiB that
+    git status showed and `sync` sent to every node). Whatever the build's end, what was linked in for it is taken
+    out again, the folder too when the build made it; a wheel of the user's own there is kept."""
+    import nodeweave.build as build
+    import nodeweave.cli.image as image
+    from nodeweave.errors import NodeweaveError
+
+    assert run_cli(capsys, "render", "all")[0] == 0
+    house = tmp_path_factory.mktemp("house")
+    (house / "tqdm-4.66.1-py3-none-any.whl").write_bytes(b"wheel")
+
+    class Engine:
+        kind, builder = "podman", "buildx"
+
+    seen = []
+
+    def build_it(plan, engine, build_plan, spec_path, quiet, console):
+        seen.append(sorted(p.name for p in (team / "wheelhouse").iterdir()))
+        if ending == "failed":
+            raise NodeweaveError("the build failed")
+        if ending == "interrupted":
+            raise KeyboardInterrupt
+        return None
+
+    monkeypatch.setattr(build, "detect_engine", lambda name=None: Engine())
+    monkeypatch.setattr(build, "check_network_exists", lambda *a: None)
+    monkeypatch.setattr(image, "_execute_build", build_it)
+    monkeypatch.setattr(image, "_report", lambda *a: None)
+    monkeypatch.setattr(image, "_mark_build", lambda *a: [])
+    try:
+        run_cli(capsys, "image", "build", "cpu", "--wheelhouse", str(house))
+    except KeyboardInterrupt:
+        pass
+    assert seen == [["tqdm-4.66.1-py3-none-any.whl"]]  # the build saw the wheel
+    assert not (team / "wheelhouse").exists()  # made for the build, gone after it
+
+    (team / "wheelhouse").mkdir()
+    (team / "wheelhouse" / "own-1.0-py3-none-any.whl").write_bytes(b"mine")
+    seen.clear()
+    try:
+        run_cli(capsys, "image", "build", "cpu", "--wheelhouse", str(house))
+    except KeyboardInterrupt:
+        pass
+    assert seen == [["own-1.0-py3-none-any.whl", "tqdm-4.66.1-py3-none-any.whl"]]
+    assert sorted(p.name for p in (team / "wheelhouse").iterdir()) == ["own-1.0-py3-none-any.whl"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Mapping, Optional
 
@@ -37,6 +37,14 @@ class PreparedBuild:
     plan: BuildPlan
     notes: List[str]  # what the user should know: which Dockerfile, wheelhouse size
     dockerfile_text: Optional[str] = None  # what plan.dockerfile must hold when it is not the context's own
+    written: List[Path] = field(default_factory=list)  # the wheels (and folder) linked into the context for it
+
+    def clean_up(self) -> None:
+        """Take out of the context what was linked in for this build only (``context.unlink_written``)."""
+        from nodeweave.build.context import unlink_written
+
+        unlink_written(self.written)
+        self.written.clear()
 
 
 def _git_remote(root: Path) -> Optional[str]:
@@ -292,7 +300,8 @@ def wheelhouse_note(house: Path, count: int, given: Optional[Path], offline: boo
             return (f"wheelhouse: --wheelhouse {given} holds no wheel (*.whl, *.tar.gz): nothing from it is offered; "
                     f"{house} holds {count}")
         verb = "would be linked" if dry_run else "linked"
-        return f"wheelhouse: {given} ({offered} wheel(s)), {verb} into {house} for the build ({count} in all); {where}"
+        return (f"wheelhouse: {given} ({offered} wheel(s)), {verb} into {house} for the build ({count} in all) and "
+                f"taken out after it; {where}")
     if house.is_dir() or not dry_run:
         return f"wheelhouse: {house} ({count} files); {where}"
     return f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)"
@@ -397,8 +406,9 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     refreshed = refresh_entrypoint(context, write=not dry_run)
     if refreshed:
         notes.append(refreshed)
+    written: list = []
     house, count = link_wheelhouse(context, wheelhouse, write=not dry_run,
-                                   fill=lambda folder: wheelhouse_command(view, folder, context))
+                                   fill=lambda folder: wheelhouse_command(view, folder, context), written=written)
     given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
     notes.append(wheelhouse_note(house, count, given, offline, dry_run))
     index = shell_index_note(os.environ, view, context, offline)
@@ -438,4 +448,4 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
     own = dockerfile == context / relative  # the context's Dockerfile matches: nothing to write
-    return PreparedBuild(plan=plan, notes=notes, dockerfile_text=None if own else build_text)
+    return PreparedBuild(plan=plan, notes=notes, dockerfile_text=None if own else build_text, written=written)

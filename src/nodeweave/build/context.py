@@ -132,13 +132,15 @@ def judge_wheelhouse(source: Path) -> None:
 
 
 def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
-                    fill: Optional[Callable[[Path], str]] = None) -> Tuple[Path, int]:
+                    fill: Optional[Callable[[Path], str]] = None,
+                    written: Optional[list] = None) -> Tuple[Path, int]:
     """Make ``<context>/wheelhouse`` exist; offer the wheels of ``source`` in it. ``fill``: the whole pip line
     that makes and fills a folder, for the refusal of a missing one (never a literal ``...`` to guess at).
 
     Wheels are hard-linked (copied across filesystems); a file of the same name
     already there is kept. Returns the wheelhouse and how many distributions
-    it holds (or would hold, with ``write=False``).
+    it holds (or would hold, with ``write=False``). ``written``: gets each wheel linked in, and the folder itself
+    first when this call made it, for :func:`unlink_written` once the build is done.
     """
     target = context / WHEELHOUSE
     if target.exists() and not target.is_dir():
@@ -157,13 +159,35 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
         if source != target.resolve():
             offered = [wheel for wheel in sorted(source.iterdir()) if is_distribution(wheel) and wheel.name not in present]
     if write:
+        if written is not None and not target.is_dir():
+            written.append(target)
         target.mkdir(exist_ok=True)
         for wheel in offered:
             try:
                 os.link(wheel, target / wheel.name)
             except OSError:
                 shutil.copy2(wheel, target / wheel.name)
+            if written is not None:
+                written.append(target / wheel.name)
     return target, len(present) + len(offered)
+
+
+def unlink_written(written: "list[Path]") -> None:
+    """Remove what :func:`link_wheelhouse` put in the context for one build: the wheels it linked in, then the
+    folder if it made it and nothing else is there. The context is the user's project: hundreds of MiB of wheels
+    left in it showed in ``git status`` and went to every node with ``sync`` (walk10 C12)."""
+    folders = [path for path in written if path.name == WHEELHOUSE]
+    for path in written:
+        if path not in folders:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # something of the user's was put there meanwhile: kept
+            pass
 
 
 

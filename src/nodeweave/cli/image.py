@@ -106,7 +106,8 @@ def build(
     push: bool = typer.Option(False, "--push", help="push every tag after the build; the registry's digest is "
                               "recorded in .nodeweave/pushed.json (kubernetes `up` pins it)"),
     wheelhouse: Optional[Path] = typer.Option(None, "--wheelhouse", help="a directory of wheels to offer pip "
-                                              "(linked into <context>/wheelhouse)"),
+                                              "(linked into <context>/wheelhouse for the build and taken out "
+                                              "after it, done or not)"),
     offline: bool = typer.Option(False, "--offline", help="no registry or index: pip uses the wheelhouse only "
                                  "(PIP_NO_INDEX=1); docker builds with BuildKit's built-in Dockerfile frontend"),
     network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror); a network's name, "
@@ -193,7 +194,10 @@ def build(
         return
     for note in prepared.notes:
         console.print(note, style="dim", highlight=False)
-    result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
+    try:
+        result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
+    finally:  # done, failed or interrupted: the wheels linked in for it leave the user's folder (walk10 C12)
+        prepared.clean_up()
     _report(result, variant, prepared.plan, spec_path)
 
 
