@@ -67,10 +67,8 @@ def can_start_with_a_dash(param) -> bool:
     import typing
     from pathlib import PurePath
 
-    import click
-
-    if set(param.opts) & set(VALUES_ARE_OPTIONS) or isinstance(getattr(param, "type", None), click.Path):
-        return True
+    if set(param.opts) & set(VALUES_ARE_OPTIONS) or type(getattr(param, "type", None)).__name__ == "Path":
+        return True  # (click's own Path type, by name: nodeweave imports no click of its own)
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)  # typer's own option
     kinds = (annotation, *typing.get_args(annotation))
     return any(isinstance(kind, type) and issubclass(kind, PurePath) for kind in kinds)
