@@ -244,3 +244,29 @@ def test_the_wheels_linked_in_for_a_build_leave_the_project_after_it(capsys, tea
         pass
     assert seen == [["own-1.0-py3-none-any.whl", "tqdm-4.66.1-py3-none-any.whl"]]
     assert sorted(p.name for p in (team / "wheelhouse").iterdir()) == ["own-1.0-py3-none-any.whl"]
+
+
+def test_a_run_ended_by_stop_is_recorded_as_stopped_not_failed(capsys, tmp_path, monkeypatch):
+    """walk10 C11: a run ended with `nodeweave stop` read `exit 1` in `runs ls` and `runs show`, as a failure (node 1
+    blaming node 0); `stop` leaves a mark in the run's folder beside the spec, and the record reads as stopped."""
+    from nodeweave.cluster.runfolder import RunFolder
+    from nodeweave.cluster.stop import mark_stopped
+
+    spec = "name: nwstop\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+    (tmp_path / "nodeweave.yaml").write_text(spec)
+    monkeypatch.chdir(tmp_path)
+    folder = RunFolder.create(tmp_path / "runs", "nwstop", spec)
+    folder.write_json("run.json", {"schema": "nodeweave.run/1", "run_id": folder.run_id, "job": "nwstop",
+                                   "command": ["train.py"], "env": {}, "target": "podman",
+                                   "started": "2026-11-30T14:03:12Z", "ended": "2026-11-30T14:03:30Z",
+                                   "seconds": 18.0, "exit_code": 1, "summary": "failed", "nodes": []})
+    code, out, _ = run_cli(capsys, "runs", "ls", "-o", "json")
+    assert code == 0 and json.loads(out)[0]["state"] == "exit 1"
+    mark_stopped(tmp_path / "runs", [{"stopped": [{"run_id": folder.run_id, "processes": 2, "killed": True}]},
+                                     {"stopped": [{"run_id": "not-a-run-here", "processes": 1, "killed": False}]}],
+                 0.0)
+    assert not (tmp_path / "runs" / "not-a-run-here").exists()  # never a folder of its own making
+    code, out, _ = run_cli(capsys, "runs", "ls", "-o", "json")
+    assert code == 0 and json.loads(out)[0]["state"].startswith("stopped by nodeweave stop at "), out
+    code, out, _ = run_cli(capsys, "runs", "show", folder.run_id, "-o", "json")
+    assert code == 0 and json.loads(out)["state"].startswith("stopped by nodeweave stop"), out

@@ -175,6 +175,9 @@ def test_status_shows_the_run_and_stop_ends_it_on_every_node(two, engine):
         assert "process(es) stopped" in out.stdout, out.stdout
         assert job.wait(timeout=GRACE + 30) == 1  # the nodes ended with 143: a stopped run is not a success
         assert time.monotonic() - started < GRACE + 20
+        # ... but its record says it was stopped, not failed (walk10 C11)
+        listed = json.loads(nodeweave(two, "runs", "ls", "-o", "json", check=0).stdout)
+        assert listed[0]["state"].startswith("stopped by nodeweave stop"), listed
         assert processes("podman", "nwt-two-0") == [] and processes("podman", "nwt-two-1") == []
         assert status(two)["nodes"][0]["run"] is None
     finally:

@@ -312,6 +312,10 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
 
     done = execute(plan, Execution(spec_dir, say(out), out))
     reports = [pair for stopped in done.outcomes.get("stop", []) for pair in stopped]
+    from nodeweave.cluster.stop import mark_stopped
+
+    mark_stopped(spec_dir / "runs", [r for _, r in reports], plan.phases[0].timeout or 0.0
+                 if plan.phases else 0.0)
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
         out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)

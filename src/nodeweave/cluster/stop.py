@@ -40,6 +40,44 @@ def stop_runs(phase, out) -> List[dict]:
     return reports
 
 
+STOPPED_MARK = "stopped.json"  # in a run folder: `nodeweave stop` ended this run (walk10 C11)
+
+
+def mark_stopped(runs_dir, reports, grace: float) -> None:
+    """Leave in each stopped run's folder beside the spec (``runs/<id>/``, where it is there) that ``nodeweave stop``
+    ended it, and when: the run's record then reads as stopped, not as a failure naming node 0 (walk10 C11: `runs
+    ls` said `exit 1` and node 1 blamed node 0 for a run the user ended). A folder elsewhere (``--runs-dir``) or
+    one that cannot be written is left as it is: the stop itself is done."""
+    import time
+    from pathlib import Path
+
+    for report in reports:
+        for stopped in report.get("stopped") or ():
+            folder = Path(runs_dir) / str(stopped.get("run_id") or "")
+            if not stopped.get("run_id") or not (folder / "run.json").is_file() or (folder / STOPPED_MARK).exists():
+                continue
+            try:
+                (folder / STOPPED_MARK).write_text(json.dumps({
+                    "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "grace": grace}) + "\n")
+            except OSError:
+                pass
+
+
+def stopped_by(folder) -> "dict | None":
+    """What :func:`mark_stopped` left in a run folder, or None."""
+    from pathlib import Path
+
+    mark = Path(folder) / STOPPED_MARK
+    if not mark.is_file() or mark.is_symlink():
+        return None
+    try:
+        found = json.loads(mark.read_text()[:4096])
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def report_line(report: dict) -> str:
     stopped = report.get("stopped") or []
     return report.get("error") or (", ".join(

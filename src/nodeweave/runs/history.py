@@ -36,6 +36,12 @@ class RunEntry:
         if self.data.get("ended") is None:
             return "running (or cut off)"
         code = self.data.get("exit_code")
+        if code != 0:
+            from nodeweave.cluster.stop import stopped_by
+
+            stopped = stopped_by(self.path)
+            if stopped is not None:  # ended by the user, not failed (walk10 C11)
+                return f"stopped by nodeweave stop at {str(stopped.get('at', '?'))[11:19]} UTC (exit {code})"
         return "ok" if code == 0 else f"exit {code}"
 
     def summary(self) -> dict:
