@@ -130,10 +130,11 @@ def test_an_unreachable_ssh_host_is_retried_then_named(sshd, tmp_path):
     out = subprocess.run([*NODEWEAVE, "sync", "--json", str(tmp_path), "/workspace/x", f"--to={target}",
                           "--ssh-option=Port=1", "--ssh-option=ConnectTimeout=3", "--retries=1",
                           *sshd["options"]], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 1
+    # none reached: the one line and exit 3 every verb on bare hosts gives (replay10 A35), the JSON still whole
+    assert out.returncode == 3, out.stderr
     (result,) = json.loads(out.stdout)["targets"]
     assert result["status"] == "failed" and result["attempts"] == 2  # ssh's 255 is transient: retried once
-    assert f"failed: {target}: cannot reach it (exit 255)" in out.stderr
+    assert f"nothing synced to {sshd['address']}" in out.stderr and "ssh cannot reach" in out.stderr, out.stderr
 
 
 # A stand-in for the host's engine: `docker exec [-i] [-t] NAME CMD...` runs CMD right there,
