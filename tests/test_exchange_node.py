@@ -105,7 +105,10 @@ class RecordingWatch:
             timer.daemon = True
             timer.start()
 
-    def finish(self, code, how, tail, peer_gone=None, error=None):
+    def say_launcher_failed(self, how):  # the watch's own line for its launcher's failure (walk9 A3)
+        self.said = how
+
+    def finish(self, code, how, tail, peer_gone=None, error=None, **stopped):
         self.ended = (code, how, tail, peer_gone)
         return 5 if self.stop_after is not None else None
 

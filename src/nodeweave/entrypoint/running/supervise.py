@@ -148,12 +148,14 @@ def stops_said():
     in one line (:func:`stop_waiting`), as :func:`launcher_gone` says it once a launcher is reaped: node 0 waiting at
     its check-in, a node waiting for node 0, a spare waiting to be called (replay10 B23: those ended 143 by the
     default action, atexit's work undone, or 130 by a KeyboardInterrupt, without a word). A launch forwards them to
-    its launcher meanwhile (``forward``); a hold sets its own."""
-    import signal
+    its launcher meanwhile (``forward``); a hold sets its own. The C module ``_signal``: the public ``signal``
+    imports ``enum`` (~5 ms), which the start-up path never pays for (tests/test_entrypoint_cli.py)."""
+    import _signal
 
-    for sig in _numbers(STOPPING):
-        if signal.getsignal(sig) != signal.SIG_IGN:  # ignored by whoever started it (nohup, a shell's `&`): kept so
-            signal.signal(sig, stop_waiting)
+    for name in STOPPING:
+        sig = getattr(_signal, name)
+        if _signal.getsignal(sig) != _signal.SIG_IGN:  # ignored by whoever started it (nohup, a shell's `&`): kept so
+            _signal.signal(sig, stop_waiting)
 
 
 def stop_waiting(signum, _frame):
