@@ -232,13 +232,13 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
         return f"{real} is a kernel file system; no file of nodeweave's can go there"
     if system_folder(str(real)) and not system_ok:
         return f"{real} is / or a system folder"
-    made = None if system_ok else made_in_system_folder(str(path))
-    if made:
-        return made
     for seen in (path, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
         tree = system_tree(str(seen))
         if tree is not None and not system_ok:
             return f"{seen} is inside {tree} ({SYSTEM_TREES[tree]})"
+    made = None if system_ok else made_in_system_folder(str(path))  # the system's trees said first, as the more exact
+    if made:
+        return made
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
     store = None if runs_ok else runs_store(path) or runs_store(real)

@@ -22,9 +22,10 @@ def not_up(backend: Backend, nodes: List[Node]) -> Dict[int, str]:
     return {i: seen.word for i, seen in backend.states(nodes).items() if seen.state.down}
 
 
-def down_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
-    """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up."""
-    down = not_up(backend, nodes)
+def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None" = None) -> Optional[str]:
+    """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up.
+    ``down``: {index: word} already asked of the platform (one inspect per verb, test_walk6_scale)."""
+    down = not_up(backend, nodes) if down is None else down
     if not down:
         return None
     named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
@@ -44,8 +45,10 @@ def with_logs(backend: Backend, nodes: List[Node]) -> "tuple[List[Node], List[st
     ended = {i for i, seen in states.items() if seen.state in (NodeState.ENDED, NodeState.STUCK)}
     down = {i: seen.word for i, seen in states.items() if seen.state.down and i not in ended}
     readable = [n for n in nodes if n.index not in down]
-    if not readable:
+    if not states:  # bare hosts: no platform says; ssh is asked, as every verb asks it (walk9 A35)
         require_up(backend, nodes, "logs")
+    elif not readable:
+        raise EnvironmentProblem(down_line(backend, nodes, "logs", down))
     notes = [f"{n.name} is not running ({states[n.index].word}): its last log follows; `nodeweave up` would recreate "
              "it and lose that log, so read it first" for n in nodes if n.index in ended]
     notes += [f"{n.name} has no log ({down[n.index]}): left out" for n in nodes if n.index in down]
