@@ -162,10 +162,12 @@ def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod,
 
 def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
     spec = tmp_path / "nodeweave.yaml"
-    spec.write_text((repo_root / "nodeweave.yaml").read_text())
+    # a job name of its own: containers another test left named llama-pretrain-* (a plain compose of the repo's
+    # spec) carry no mark of this folder, and the dry run rightly refuses to act on them
+    spec.write_text((repo_root / "nodeweave.yaml").read_text().replace("name: llama-pretrain", "name: chkparts", 1))
     out = cli_run.nodeweave("check", "--spec", str(spec), "--dry-run", timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "podman exec llama-pretrain-1 nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun" \
+    assert "podman exec chkparts-1 nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun" \
         in out.stdout and "-- -m nodeweave.check.worker --threshold 0.25" in out.stdout
     bad = cli_run.nodeweave("check", "--spec", str(spec), "--threshold", "0", timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [

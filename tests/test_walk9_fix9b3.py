@@ -253,7 +253,8 @@ def _node_0_ports():
 
 
 @pytest.mark.parametrize("key,variable,field", _node_0_ports(), ids=lambda v: v if isinstance(v, str) else "")
-def test_every_port_node_0_listens_on_below_1024_is_noted(entrypoint, team, capsys, key, variable, field):
+def test_every_port_node_0_listens_on_below_1024_is_noted(entrypoint, team, capsys, monkeypatch, key, variable,
+                                                          field):
     """B28: NODEWEAVE_METRICS_PORT=80 was noted as below 1024; NODEWEAVE_MASTER_PORT=22 and
     NODEWEAVE_EXCHANGE_PORT=22 (ports node 0 binds as well) went without a word, in the plan and in validate."""
     from cli_run import in_process as run_cli
@@ -263,6 +264,9 @@ def test_every_port_node_0_listens_on_below_1024_is_noted(entrypoint, team, caps
     section, _, name = field.partition(".")
     (team / "p.yaml").write_text("name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py"
                                  + (f", {name}: 22}}\n" if section == "launcher" else "}\n" + f"{section}: {{{name}: 22}}\n"))
+    from cli_run import home_beside
+
+    monkeypatch.setenv("HOME", home_beside(team))  # the entrypoint's HOME was the folder: a spec in a home is refused
     code, out, err = run_cli(capsys, "validate", "--spec", "p.yaml")
     assert code == 0 and f"{field}: 22 is below 1024" in out + err, out + err
 
