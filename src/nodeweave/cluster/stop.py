@@ -71,9 +71,11 @@ def stopped_by(folder) -> "dict | None":
     mark = Path(folder) / STOPPED_MARK
     if not mark.is_file() or mark.is_symlink():
         return None
+    from nodeweave.entrypoint import bounded
+
     try:
-        found = json.loads(mark.read_text()[:4096])
-    except (OSError, ValueError):
+        found = json.loads(bounded.read_text(mark, 4096, "a stop mark"))
+    except (OSError, ValueError):  # unreadable, too long, not text or not JSON (bounded.NotText is a ValueError): no mark
         return None
     return found if isinstance(found, dict) else None
 
