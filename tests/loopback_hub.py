@@ -96,3 +96,21 @@ def started_watches(workers, elastic=False, hear_back=False):
     for rank, link in links.items():
         link.start(launchers[rank].stop)
     return cluster, hub_watch, links, launchers, logs
+
+
+def serving_hub():
+    """Node 0's real hub of job 'trainer' (master port 29500) with one node checked in, serving on loopback while the
+    generator is held: the body of the ``running_exchange`` fixtures (a status request, a token refusal)."""
+    import threading
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    stop = threading.Event()
+    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
+    server.start()
+    try:
+        yield cluster
+    finally:
+        stop.set()
+        server.join(10)
+        cluster.close()

@@ -152,19 +152,9 @@ def test_a_base_spelt_as_a_build_arg_is_the_base(capsys, team):
 @pytest.fixture
 def running_exchange():
     """Node 0's real hub of job 'trainer' with one node checked in, serving on loopback."""
-    import threading
+    from loopback_hub import serving_hub
 
-    from loopback_hub import Cluster
-
-    cluster = Cluster(1)
-    assert cluster.decide()["decision"] == "start"
-    stop = threading.Event()
-    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
-    server.start()
-    yield cluster
-    stop.set()
-    server.join(10)
-    cluster.close()
+    yield from serving_hub()
 
 
 def test_a_status_asked_as_another_job_names_the_job_to_ask_as(entrypoint, running_exchange):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 
 import pytest
 
@@ -165,18 +164,10 @@ def test_node_stop_stops_this_nodes_entrypoints_only(tmp_path):
 
 @pytest.fixture
 def running_exchange():
-    """Node 0's real hub of job 'trainer' (master port 29500) with one node checked in, serving on loopback."""
-    from loopback_hub import Cluster
+    """Node 0's real hub of job 'trainer' with one node checked in, serving on loopback."""
+    from loopback_hub import serving_hub
 
-    cluster = Cluster(1)
-    assert cluster.decide()["decision"] == "start"
-    stop = threading.Event()
-    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
-    server.start()
-    yield cluster
-    stop.set()
-    server.join(10)
-    cluster.close()
+    yield from serving_hub()
 
 
 @pytest.mark.parametrize("given", [{}, {"NODEWEAVE_MASTER_PORT": "31700"}], ids=["default-port", "other-port"])

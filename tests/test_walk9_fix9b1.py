@@ -92,18 +92,10 @@ def test_an_empty_node_count_beside_another_count_is_a_warning(entrypoint):
 
 @pytest.fixture
 def running_exchange():
-    """Node 0's real hub of job 'trainer' (master port 29500) with one node checked in, serving on loopback."""
-    from loopback_hub import Cluster
+    """Node 0's real hub of job 'trainer' with one node checked in, serving on loopback."""
+    from loopback_hub import serving_hub
 
-    cluster = Cluster(1)
-    assert cluster.decide()["decision"] == "start"
-    stop = threading.Event()
-    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
-    server.start()
-    yield cluster
-    stop.set()
-    server.join(10)
-    cluster.close()
+    yield from serving_hub()
 
 
 @pytest.mark.parametrize("shell", [
