@@ -92,6 +92,17 @@ def test_a_second_bench_keeps_the_first_result(capsys, job_folder, monkeypatch, 
 API_DOWN = ('exit 1: couldn\'t get current server API group list: Get "http://localhost:8080/api?timeout=32s": dial '
             'tcp 127.0.0.1:8080: connect: connection refused')
 
+def _project_without_a_kubernetes_api(tmp_path, monkeypatch):
+    """A folder with train.py, made the working folder, and a kubectl on PATH that answers nothing (exit 1)."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "kubectl").write_text("#!/bin/sh\nexit 1\n")
+    (tools / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+
+
 
 @pytest.mark.parametrize("argv", [("init", "--host", "pod:x", "--dry-run"), ("hosts", "probe", "--node", "pod:x")])
 def test_a_kubernetes_api_out_of_reach_is_said_alike_by_every_prober(capsys, tmp_path, monkeypatch, argv):
@@ -101,13 +112,7 @@ def test_a_kubernetes_api_out_of_reach_is_said_alike_by_every_prober(capsys, tmp
     import nodeweave.hosts as hosts
     from nodeweave.errors import EXIT_ENVIRONMENT
 
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "kubectl").write_text("#!/bin/sh\nexit 1\n")
-    (tools / "kubectl").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
-    (tmp_path / "train.py").write_text("print(1)\n")
-    monkeypatch.chdir(tmp_path)
+    _project_without_a_kubernetes_api(tmp_path, monkeypatch)
     monkeypatch.setattr(hosts, "probe_hosts", lambda targets, **_: [
         hosts.HostReport(target, "unreachable", error=API_DOWN) for target in targets])
     code, _, err = run_cli(capsys, *argv)
@@ -152,13 +157,7 @@ def test_every_prober_reads_a_pods_namespace_container_and_context(capsys, tmp_p
     only) and `init --host pod:ml/llama-0` a refused pod name; init and hosts probe read both, and --kube-context."""
     import nodeweave.hosts as hosts
 
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "kubectl").write_text("#!/bin/sh\nexit 1\n")
-    (tools / "kubectl").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
-    (tmp_path / "train.py").write_text("print(1)\n")
-    monkeypatch.chdir(tmp_path)
+    _project_without_a_kubernetes_api(tmp_path, monkeypatch)
     seen = []
 
     def probe(targets, **_):
