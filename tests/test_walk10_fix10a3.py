@@ -92,6 +92,7 @@ def test_a_second_bench_keeps_the_first_result(capsys, job_folder, monkeypatch, 
 API_DOWN = ('exit 1: couldn\'t get current server API group list: Get "http://localhost:8080/api?timeout=32s": dial '
             'tcp 127.0.0.1:8080: connect: connection refused')
 
+
 def _project_without_a_kubernetes_api(tmp_path, monkeypatch):
     """A folder with train.py, made the working folder, and a kubectl on PATH that answers nothing (exit 1)."""
     tools = tmp_path / "bin"
@@ -101,7 +102,6 @@ def _project_without_a_kubernetes_api(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
     (tmp_path / "train.py").write_text("print(1)\n")
     monkeypatch.chdir(tmp_path)
-
 
 
 @pytest.mark.parametrize("argv", [("init", "--host", "pod:x", "--dry-run"), ("hosts", "probe", "--node", "pod:x")])
