@@ -130,9 +130,9 @@ def test_a_teams_folder_builds_and_trains_from_the_installed_wheel(engine, base_
                                capture_output=True, text=True, env=env)
         assert shown.stdout.startswith(str(venv)), "the CLI that ran is the wheel in the fresh venv"
         project = home / "my-project"
+        # No wheelhouse/: the build links the wheels into the context for itself and takes them out after (walk10 C12).
         assert sorted(p.name for p in project.iterdir() if not p.name.startswith(".")) == [
-            "compose", "entrypoint", "images", "manifests", "nodeweave.yaml", "requirements.txt", "runs", "train.py",
-            "wheelhouse"]
+            "compose", "entrypoint", "images", "manifests", "nodeweave.yaml", "requirements.txt", "runs", "train.py"]
         assert "requirements: requirements.txt" in (project / "nodeweave.yaml").read_text()
         done = sorted(line.split("team-train ", 1)[1] for line in out.stdout.splitlines() if "team-train rank" in line)
         assert done == ["rank 0 of 2: teamlib 0.3.1 says hello to rank 0; sum 3",
