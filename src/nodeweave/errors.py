@@ -14,6 +14,8 @@ EXIT_UNHEALTHY = 5  # `nodeweave check` named a node or link (docs/check.md)
 # Ctrl-C: any verb, a verb that runs until stopped (`logs -f`, `top`, `dashboard`) too, after its own clean-up, so a
 # script tells "followed to the end" (0) from "interrupted" (walk9 A17); the entrypoint's EXIT_INTERRUPTED is the same
 EXIT_INTERRUPTED = 130
+# `exec --timeout`: the limit cut a node's command (ended there by nodeweave), as timeout(1) exits (walk10 C4)
+EXIT_TIMED_OUT = 124
 
 
 class NodeweaveError(Exception):

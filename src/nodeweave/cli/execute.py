@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
 
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
-             "pdsh): each line prefixed with \\[node-i], every node's exit code collected. Exit 0: every node 0; "
-             "1: a node failed or timed out (all named); 2: bad input (named); 3: no engine or the cluster is not up.")
+             "pdsh): each line prefixed with \\[node-i], every node's exit code collected. At --timeout or Ctrl-C "
+             "the command is ended on every node still running it (SIGTERM, SIGKILL 5 s later). Exit 0: every node "
+             "0; 1: a node failed (all named); 124: --timeout cut a node; 130: Ctrl-C; 2: bad input (named); 3: no "
+             "engine or the cluster is not up.")
 
 
 @reach_options
@@ -35,9 +37,9 @@ def exec_command(
                                   "alone: this shell's value of VAR (unset or empty is refused), shown as $VAR in "
                                   "the plan, as a secret-looking name's value is shown as ***"),
     timeout: Optional[float] = seconds_option(typer.Option(None, "--timeout", min=0.1, help="Seconds before "
-                                              "the exec client of every node still running the command is killed "
-                                              "(default: no limit); the command itself may go on there, as after "
-                                              "Ctrl-C: the line names those nodes and the pkill that ends it")),
+                                              "the command is ended on every node still running it (SIGTERM to it "
+                                              "and its children, SIGKILL 5 s later; exit 124; default: no limit), "
+                                              "as Ctrl-C ends it (exit 130); the line names those nodes")),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (and --json), not the nodes' output"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
@@ -87,11 +89,16 @@ def script_notes(command: List[str]) -> List[str]:
 
 
 def _report(command: List[str], results, fmt: str, out) -> None:
-    """Every node's result (-o json|yaml: as data), then the summary; exit 1 when a node failed."""
+    """Every node's result (-o json|yaml: as data), then the summary; exit 124 when the timeout cut a node (its
+    command ended there), else 1 when a node failed."""
     from nodeweave.cluster.logs import summary
 
     line = summary(results, command)
     emit({"command": command, "nodes": [r.to_dict() for r in results]}, fmt)
+    if any(r.exit_code is None for r in results):  # the limit cut it: timeout(1)'s exit (walk10 C4)
+        from nodeweave.errors import EXIT_TIMED_OUT
+
+        raise NodeweaveError(line, EXIT_TIMED_OUT)
     if any(r.exit_code != 0 for r in results):
         raise NodeweaveError(line)
     out.print(styled(("nodeweave:", "bold"), f" {line}"), highlight=False)

@@ -107,10 +107,16 @@ class Execution:
 
     def exec(self, phase: ExecPhase) -> list:
         """The command on every node at once, each node's argv as planned; every node's result."""
+        import secrets
+
+        from nodeweave.cluster.execstop import EXEC_ID, stop_command
         from nodeweave.cluster.logs import exec_everywhere
 
+        token = secrets.token_hex(6)  # this call's: the pid file every node's wrapper writes (execstop)
+        phase = phase.bound({EXEC_ID: token})
         return exec_everywhere(list(self.nodes), list(phase.command), None if self.quiet else self.out,
-                               timeout=phase.timeout, argv=[list(n.argv) for n in phase.nodes], hidden=self.hidden)
+                               timeout=phase.timeout, argv=[list(n.argv) for n in phase.nodes], hidden=self.hidden,
+                               stoppers=[n.argv(stop_command(token, n.index)) for n in self.nodes])
 
     def shell(self, phase: ShellPhase) -> None:
         """The one node's interactive shell: this process becomes its exec client. Its stdin must be a terminal:

@@ -240,22 +240,26 @@ def _ended(folder: Path) -> bool:
 @dataclass
 class NodeResult:
     node: Node
-    exit_code: Optional[int]  # None: still running when the timeout came (killed)
+    exit_code: Optional[int]  # None: still running when the timeout came (its exec client killed)
     seconds: float
     last_line: str = ""
     cause: Optional[str] = None  # a failed node's worker's own error line (symptoms.cause, walk9 A3)
+    ended: Optional[str] = None  # a node cut at the timeout: what ending its command there found (end_on_nodes)
 
     def to_dict(self) -> dict:
         return {"node": self.node.name, "reached_as": self.node.remote.label, "exit_code": self.exit_code,
-                "seconds": round(self.seconds, 3), "last_line": self.last_line, "cause": self.cause}
+                "seconds": round(self.seconds, 3), "last_line": self.last_line, "cause": self.cause,
+                **({"ended": self.ended} if self.ended is not None else {})}
 
 
 def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Console], env: Mapping[str, str] = (),
                     timeout: Optional[float] = None, argv: Optional[List[List[str]]] = None,
-                    hidden=None) -> List[NodeResult]:
+                    hidden=None, stoppers: Optional[List[List[str]]] = None) -> List[NodeResult]:
     """Run ``command`` on every node at once (``argv``: each node's, as its plan says); lines printed as they
     come (``console`` None: kept quiet). ``hidden``: the values of the hidden ``-e`` variables
-    (``nodeweave.hidden.Hidden``), filled in here, at the spawn, and in each exec client's environment."""
+    (``nodeweave.hidden.Hidden``), filled in here, at the spawn, and in each exec client's environment.
+    ``stoppers``: each node's argv that ends its command there (``nodeweave.cluster.execstop``), run for every node
+    still running it at the timeout or Ctrl-C (walk10 C4, C5); without them those nodes are named as left running."""
     import os
 
     from nodeweave.hidden import NONE
@@ -289,10 +293,14 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
         from nodeweave.errors import NodeweaveError
 
         named = [nodes[i] for i in sorted(cut)]
-        raise NodeweaveError(f"interrupted: {left_running(named, command)}" if named else "interrupted",
-                             EXIT_INTERRUPTED) from None
+        found = end_on_nodes(named, [stoppers[i] for i in sorted(cut)]) if stoppers and named else {}
+        said = ended_line(named, found, command, "stopped") if named else ""
+        raise NodeweaveError(f"interrupted: {said}" if said else "interrupted", EXIT_INTERRUPTED) from None
+    found = end_on_nodes([nodes[i] for i in sorted(cut)], [stoppers[i] for i in sorted(cut)]) if stoppers and cut \
+        else {}
     results = [NodeResult(node, None if i in cut or node.index not in ended else proc.returncode,
-                          ended.get(node.index, time.monotonic() - start), last[node.index])
+                          ended.get(node.index, time.monotonic() - start), last[node.index],
+                          ended=found.get(node.index, "not asked") if i in cut and stoppers else None)
                for i, (node, proc) in enumerate(zip(nodes, procs))]
     from nodeweave.entrypoint.running.symptoms import cause
 
@@ -305,10 +313,64 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
 TAIL_LINES = 200  # a node's last lines kept for its failure's cause (past torchrun's ChildFailedError frames)
 
 
+def end_on_nodes(nodes: List[Node], stoppers: List[List[str]]) -> "dict[int, str]":
+    """Each node's stopper (``nodeweave.cluster.execstop.STOP``) at once: {node index: its one word (ended, killed,
+    gone, none), or "unreachable: <why>"}; a second Ctrl-C stops waiting (those not answered: "interrupted")."""
+    from nodeweave.cluster.execstop import ANSWERS, GRACE_S
+
+    found: "dict[int, str]" = {}
+
+    def one(node: Node, line: List[str]) -> None:
+        try:
+            done = subprocess.run(line, capture_output=True, text=True, timeout=GRACE_S + 30,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            found[node.index] = f"unreachable: {err}"
+            return
+        words = done.stdout.split()
+        if done.returncode == 0 and words and words[-1] in ANSWERS:
+            found[node.index] = words[-1]
+        else:
+            why = (done.stderr or done.stdout).strip().splitlines()
+            found[node.index] = (f"answered {words[-1][:40]!r}" if done.returncode == 0 and words else
+                                 f"unreachable: {why[-1][:160] if why else f'exit {done.returncode}'}")
+
+    threads = [threading.Thread(target=one, args=(n, line), daemon=True) for n, line in zip(nodes, stoppers)]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        pass
+    return {n.index: found.get(n.index, "interrupted") for n in nodes}
+
+
+def ended_line(named: List[Node], found: "dict[int, str]", command: List[str], verb: str) -> str:
+    """What ending the command on the nodes ``named`` did, every node alike: "stopped on node-0, node-1" (``verb``:
+    stopped at Ctrl-C, ended at the timeout), those SIGKILL was needed for said so, and the nodes it could not be
+    ended on (no pid record, unreachable) named with the pkill that ends it (:func:`left_running`)."""
+    from nodeweave.cluster.execstop import ANSWERS, GRACE_S
+
+    done = [n for n in named if found.get(n.index) in ("ended", "killed", "gone")]
+    killed = [n for n in named if found.get(n.index) == "killed"]
+    left = [n for n in named if n not in done]
+    parts = []
+    if done:
+        parts.append(f"{verb} on {ranges([n.name for n in done])}" + (
+            f" (SIGKILL on {ranges([n.name for n in killed])}: still running {GRACE_S} s after SIGTERM)"
+            if killed else ""))
+    if left:
+        why = ranges(f"{n.name} ({ANSWERS.get(found.get(n.index) or '', found.get(n.index) or 'not asked')})"
+                     for n in left)
+        parts.append(f"could not end it on {why}; {left_running(left, command)}")
+    return "; ".join(parts)
+
+
 def left_running(named: List[Node], command: List[str]) -> str:
-    """What ending an exec client here leaves on the nodes ``named`` (walk10 C4, C5): killing ``podman exec``,
-    ``kubectl exec`` or ``ssh`` ends the client, not the command it started there, which may still run; the nodes
-    named, and the command that ends it."""
+    """What ending an exec client here leaves on the nodes ``named`` where the command could not be ended there
+    (walk10 C4, C5): killing ``podman exec``, ``kubectl exec`` or ``ssh`` ends the client, not the command it
+    started there; the nodes named, and the command that ends it."""
     import shlex
 
     pattern = shlex.quote(" ".join(command))
@@ -353,14 +415,26 @@ def _drain(lines, streams: int, last: dict, console, width: int, start: float, t
 
 
 def summary(results: List[NodeResult], command: Optional[List[str]] = None) -> str:
-    """``2 node(s): all exit 0``, or which nodes failed and how; with ``command``, what the nodes that timed out
-    may still run (:func:`left_running`)."""
+    """``2 node(s): all exit 0``, or which nodes failed and how, and which timed out and what became of the command
+    there: ended (:func:`ended_line`), or, where it could not be, what may still run (:func:`left_running`)."""
     bad = [r for r in results if r.exit_code != 0]
     if not bad:
         return f"{len(results)} node(s): all exit 0"
-    described = ranges(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
-                       + (f" ({r.cause[:160]})" if r.cause else f" ({r.last_line[:80]})" if r.last_line else "")
-                       for r in bad)
-    late = [r.node for r in bad if r.exit_code is None]
-    tail = f"; {left_running(late, command)}" if late and command else ""
-    return f"{len(bad)} of {len(results)} node(s) failed: {described}{tail}"
+    failed = [r for r in bad if r.exit_code is not None]
+    late = [r for r in bad if r.exit_code is None]
+    parts = []
+    if failed:
+        described = ranges(f"{r.node.name} exit {r.exit_code}" + (f" ({r.cause[:160]})" if r.cause else
+                                                                 f" ({r.last_line[:80]})" if r.last_line else "")
+                           for r in failed)
+        parts.append(f"{len(failed)} of {len(results)} node(s) failed: {described}")
+    if late:
+        names = [r.node for r in late]
+        if command and all(r.ended is not None for r in late):
+            what = ended_line(names, {r.node.index: r.ended for r in late}, command, "ended")
+        elif command:
+            what = left_running(names, command)
+        else:
+            what = ranges([n.name for n in names])
+        parts.append(f"{len(late)} of {len(results)} node(s) timed out: {what}")
+    return "; ".join(parts)

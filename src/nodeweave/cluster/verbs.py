@@ -28,8 +28,13 @@ def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: boo
 
 def exec_plan(backend: Backend, nodes: List[Node], command: List[str], variables: Mapping[str, str],
               timeout: Optional[float]) -> Plan:
-    argv = [n.argv(list(command), variables) for n in nodes]
-    phase = ExecPhase(f"run {command[0]} on {len(nodes)} node(s) at once", nodes=node_commands(nodes, argv),
+    from nodeweave.cluster.execstop import GRACE_S, wrapped
+
+    argv = [n.argv(wrapped(list(command), n.index), variables) for n in nodes]  # the pid recorded: a timeout ends it there
+    phase = ExecPhase(f"run {command[0]} on {len(nodes)} node(s) at once, through a sh wrapper that records its pid "
+                      "and execs it, argv untouched (at --timeout or Ctrl-C one more exec per node still running it "
+                      f"sends SIGTERM to it and its children, SIGKILL {GRACE_S} s later)",
+                      nodes=node_commands(nodes, argv),
                       timeout=timeout, command=tuple(command))
     return Plan("exec", backend.where, (phase,))
 
