@@ -154,3 +154,80 @@ def test_c4_c5_on_real_podman_the_timeout_and_ctrl_c_end_the_command_in_every_co
     assert proc.returncode == 130, out + err
     assert "interrupted: stopped on node-0, node-1" in err, err
     assert [_in_container(n, marker) for n in names] == [[], []]
+
+
+# --- C22: `nodeweave stop` ends a sweep, not only its point in progress ---------------------------------------------
+
+
+def test_c22_stop_ends_the_sweep_its_point_recorded_stopped_and_no_further_point_started(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """C22: `nodeweave stop` (every node) leaves its mark in the folder of a sweep whose process still runs here
+    before it stops the nodes; the sweep's process reads it when the point ends: no further point starts, the
+    point is recorded stopped (its own stopped.json, found inside the sweep's folder, and its sweep.json row), the
+    sweep too (sweep.json, `runs ls`'s state), and the run ends saying how many points were not started. A sweep
+    whose process has gone, or that finished, gets no mark."""
+    import io
+    import os
+    import socket
+
+    from rich.console import Console
+
+    from nodeweave.cluster import job as job_module
+    from nodeweave.cluster.job import JobContext
+    from nodeweave.cluster.runner import RunRequest
+    from nodeweave.cluster.runplan import RunSession
+    from nodeweave.cluster.stop import mark_stopped, stop_sweeps
+    from nodeweave.plan import RunPhase, SweepPhase
+    from nodeweave.runs.history import list_runs
+
+    runs = tmp_path / "runs"
+    out = Console(file=io.StringIO(), width=200)
+    session = RunSession([], runs, JobContext("team", "name: team\n", tmp_path, "local"), out)
+    started = []
+
+    def run_job(nodes, request, launches, folder, context, console, quiet=False):
+        started.append(request.run_id)
+        (folder.path / "run.json").write_text(json.dumps({"run_id": request.run_id, "exit_code": None}))
+        if len(started) == 1:  # `nodeweave stop` while this point runs: the sweep's mark first, then the nodes'
+            assert stop_sweeps(runs, 2.0) == [session.sweep_folder.path.name]
+            mark_stopped(runs, [{"stopped": [{"run_id": request.run_id, "processes": 2, "killed": False}]}], 2.0)
+        data = {"run_id": request.run_id, "exit_code": 1, "seconds": 3.0, "summary": "node-0 exit 137"}
+        (folder.path / "run.json").write_text(json.dumps({**data, "ended": "2026-11-30T18:00:00Z", "job": "team"}))
+        return data
+
+    monkeypatch.setattr(job_module, "run_job", run_job)
+
+    class Sweep:
+        metric, lower_is_better = None, False
+
+    session.open_sweep(SweepPhase("sweep", folder="runs/x", sweep=Sweep()))
+    for value in ("1", "2", "3"):
+        session.run_point(RunPhase(f"X={value}", request=RunRequest("", ["train.py"], {"X": value}),
+                                   point=(("X", value),)))
+    session.finish_sweep()
+    assert len(started) == 1, started
+    record = json.loads((session.sweep_folder.path / "sweep.json").read_text())
+    assert record["stopped"]["by"] == "nodeweave stop" and record["points"][0]["stopped"] == "by nodeweave stop"
+    point = session.sweep_folder.path / started[0]
+    assert json.loads((point / "stopped.json").read_text())["by"] == "nodeweave stop"
+    assert "1 point(s) run (the last one stopped), 2 not started" in out.file.getvalue(), out.file.getvalue()
+    (entry,) = [e for e in list_runs(runs, None) if e.kind == "sweep"]
+    assert entry.state.startswith("stopped by nodeweave stop at ") and entry.state.endswith("after 1 point(s)")
+    assert entry.points[0].state.startswith("stopped by nodeweave stop"), entry.points[0].state
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for name, pid, table in (("a-sweep", gone.pid, False), ("b-sweep", os.getpid(), True)):
+        (runs / name).mkdir()
+        (runs / name / "runner.json").write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
+        if table:
+            (runs / name / "sweep.txt").write_text("done\n")
+    assert stop_sweeps(runs, 2.0) == []
+
+
+def test_c22_the_detach_line_names_nodeweave_stop_for_a_sweep():
+    """C22: the detach line names `nodeweave stop` again as what ends a run or a sweep (and `kill PID`)."""
+    from nodeweave.cli.habits.detach import detached_line
+
+    line = detached_line("20261130T141902Z-team-sweep", 4242)
+    assert "end it: nodeweave stop (recorded as stopped; a sweep starts no further point), or kill 4242" in line

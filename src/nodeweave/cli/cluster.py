@@ -345,8 +345,9 @@ def stop_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
-    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace (nodes started
-    with `up --run` run the spec's job as their main process: `nodeweave down` ends it)."""
+    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace; a sweep of
+    `run --sweep` walking its points here starts no further point (nodes started with `up --run` run the spec's job
+    as their main process: `nodeweave down` ends it)."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.verbs import stop_plan
     from nodeweave.cluster.onbackend import live_nodes, require_up
@@ -361,7 +362,13 @@ def stop_command(
         return
     require_up(backend, nodes, "stop")
     refuse_run_mode(backend, spec, nodes, "stop")
-    if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
+    out = console(stderr=is_data(fmt))
+    if len(nodes) == len(every):  # the whole run stopped: a sweep walking its points here starts no further one
+        from nodeweave.cluster.stop import stop_sweeps
+
+        for name in stop_sweeps(backend.spec_dir / "runs", grace):
+            out.print(f"sweep {name}: stopped (it starts no further point)", highlight=False, markup=False)
+    if not _stop(plan, backend.spec_dir, out, fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 

@@ -616,6 +616,13 @@ def _sweep_result(session, plan, fmt: str) -> None:
     emit({"folder": str(session.sweep_folder.path), "metric": session.sweep.metric, "points": rows}, fmt)
     if any(r["exit_code"] == 130 for r in rows):
         raise typer.Exit(130)
+    if session.stopped_by is not None:  # the user ended it (walk10 C22): not a failure of its points
+        from nodeweave.plan import RunPhase
+
+        left = len(plan.of_kind(RunPhase)) - len(rows)
+        if any(r["exit_code"] != 0 for r in rows):
+            raise NodeweaveError(session.stopped_line(left))
+        return
     failed = [r for r in rows if r["exit_code"] != 0]
     if failed:
         raise NodeweaveError(f"{len(failed)} of {len(rows)} sweep point(s) failed: "

@@ -79,25 +79,42 @@ class RunSession:
         self.results: List[dict] = []
         self.rows: List[dict] = []
         self.stopped = False  # a point was interrupted: the later points are not started
+        self.stopped_by: Optional[dict] = None  # `nodeweave stop` ended the sweep (its mark in the sweep's folder)
+        self.planned = 0  # the points the plan holds, counted as their phases come (those not started too)
 
     def open_sweep(self, phase: SweepPhase) -> None:
         from nodeweave.cluster.runfolder import RunFolder
 
         self.sweep = phase.sweep
         self.sweep_folder = RunFolder.create(self.parent, self.context.job, self.context.spec_text, suffix="-sweep")
+        from nodeweave.cluster.stop import mark_runner
+
+        mark_runner(self.sweep_folder.path)  # what `nodeweave stop` finds a sweep going by (walk10 C22)
         self.on_folder(self.sweep_folder.path)
 
+    def _stop_asked(self) -> bool:
+        """Whether `nodeweave stop` ended the sweep: its mark in the sweep's folder, read before each point."""
+        if self.sweep_folder is not None and self.stopped_by is None:
+            from nodeweave.cluster.stop import stopped_by
+
+            self.stopped_by = stopped_by(self.sweep_folder.path)
+        if self.stopped_by is not None:
+            self.stopped = True
+        return self.stopped_by is not None
+
     def run_point(self, phase: RunPhase) -> None:
-        if self.stopped:
+        self.planned += 1
+        if self.stopped or self._stop_asked():
             return
         point = dict(phase.point)
         number = len(self.results) + 1
         suffix = f"-{number:02d}-{point_label(point, self.context.job)}" if self.sweep_folder else ""
         data = self._one(phase, suffix)
         self.results.append(data)
-        if self.sweep_folder is not None:
-            self._row(point, data, phase.request.command)
         self.stopped = data["exit_code"] == 130
+        if self.sweep_folder is not None:
+            self._stop_asked()
+            self._row(point, data, phase.request.command)
 
     def _one(self, phase: RunPhase, suffix: str) -> dict:
         import shlex
@@ -129,9 +146,14 @@ class RunSession:
         pattern = compile_metric(self.sweep.metric)
         value, per_node = point_metric(pattern, Path(data["folder"]), len(self.nodes)) if pattern else (None, [])
         self.rows.append({"point": point, "exit_code": data["exit_code"], "seconds": data.get("seconds", 0.0),
-                          "metric": value, "per_node": per_node, "folder": Path(data["folder"]).name})
+                          "metric": value, "per_node": per_node, "folder": Path(data["folder"]).name,
+                          **({"stopped": "by nodeweave stop"} if self.stopped_by is not None else {})})
+        self._write_sweep(command)
+
+    def _write_sweep(self, command: List[str]) -> None:
+        stopped = {"stopped": self.stopped_by} if self.stopped_by is not None else {}
         self.sweep_folder.write_json("sweep.json", {"metric": self.sweep.metric, "command": command,
-                                                    "points": self.rows})
+                                                    "points": self.rows, **stopped})
 
     def finish_sweep(self):
         """The sweep's table, printed and kept as sweep.txt; None when the plan had no sweep."""
@@ -140,8 +162,17 @@ class RunSession:
         table = sweep_table(self.rows, self.sweep.metric, self.sweep.lower_is_better)
         self.out.print(table)
         (self.sweep_folder.path / "sweep.txt").write_text(_plain(table), encoding="utf-8")
+        if self.stopped_by is not None:
+            left = self.planned - len(self.rows)
+            self.out.print(styled(("nodeweave:", "bold"), f" {self.stopped_line(left)}"), highlight=False)
         self.out.print(styled(("nodeweave:", "bold"), f" sweep folder {self.sweep_folder.path}"), highlight=False)
         return table
+
+    def stopped_line(self, left: int) -> str:
+        """"sweep stopped by nodeweave stop at HH:MM:SS UTC: 1 point run, 1 not started"."""
+        at = str((self.stopped_by or {}).get("at", "?"))[11:19]
+        return (f"sweep stopped by nodeweave stop at {at} UTC: {len(self.rows)} point(s) run (the last one stopped), "
+                f"{left} not started")
 
 
 def _plain(table) -> str:

@@ -53,15 +53,75 @@ def mark_stopped(runs_dir, reports, grace: float) -> None:
 
     for report in reports:
         for stopped in report.get("stopped") or ():
-            folder = Path(runs_dir) / str(stopped.get("run_id") or "")
-            if not stopped.get("run_id") or not (folder / "run.json").is_file() or (folder / STOPPED_MARK).exists():
+            run_id = str(stopped.get("run_id") or "")
+            if not run_id or "/" in run_id or run_id.startswith("."):
                 continue
-            try:
-                (folder / STOPPED_MARK).write_text(json.dumps({
-                    "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "grace": grace}) + "\n")
-            except OSError:
-                pass
+            # a plain run's folder, or a sweep point's inside its sweep's folder (left11b, walk10 C22)
+            found = [f for f in (Path(runs_dir) / run_id, *Path(runs_dir).glob(f"*-sweep*/{run_id}"))
+                     if (f / "run.json").is_file() and not f.is_symlink()]
+            for folder in found[:1]:
+                if (folder / STOPPED_MARK).exists():
+                    continue
+                try:
+                    (folder / STOPPED_MARK).write_text(json.dumps({
+                        "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "grace": grace}) + "\n")
+                except OSError:
+                    pass
+
+
+RUNNER_MARK = "runner.json"  # in a sweep's folder: the `nodeweave run` process walking its points (pid, host)
+
+
+def mark_runner(sweep_folder) -> None:
+    """Leave in a sweep's folder which process walks its points, so ``nodeweave stop`` finds a sweep still going
+    (:func:`stop_sweeps`); a folder that cannot be written is left as it is."""
+    import os
+    import socket
+    from pathlib import Path
+
+    try:
+        (Path(sweep_folder) / RUNNER_MARK).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+                                                      + "\n")
+    except OSError:
+        pass
+
+
+def stop_sweeps(runs_dir, grace: float) -> "list[str]":
+    """Before ``nodeweave stop`` stops the nodes: leave :data:`STOPPED_MARK` in the folder of every sweep beside
+    the spec whose `nodeweave run` process still walks its points on this machine (its :data:`RUNNER_MARK` names a
+    live pid here, and it wrote no table yet), which that process reads before each point: it starts no further
+    point and records the sweep as stopped (walk10 C22: the sweep went on to its next point). Left before the stop,
+    so the process sees it once the point in progress ends. The sweeps' names."""
+    import os
+    import socket
+    import time
+    from pathlib import Path
+
+    from nodeweave.entrypoint import bounded
+
+    marked = []
+    for folder in sorted(Path(runs_dir).glob("*-sweep*")) if Path(runs_dir).is_dir() else ():
+        runner = folder / RUNNER_MARK
+        if folder.is_symlink() or not runner.is_file() or runner.is_symlink() or (folder / "sweep.txt").exists() \
+                or (folder / STOPPED_MARK).exists():
+            continue
+        try:
+            data = json.loads(bounded.read_text(runner, 4096, "a sweep's runner mark"))
+            pid = int(data["pid"])
+            if data.get("host") != socket.gethostname() or pid <= 0:
+                continue
+            os.kill(pid, 0)
+        except (OSError, ValueError, KeyError, TypeError):  # gone, unreadable or another machine's
+            continue
+        try:
+            (folder / STOPPED_MARK).write_text(json.dumps({
+                "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "grace": grace})
+                + "\n")
+        except OSError:
+            continue
+        marked.append(folder.name)
+    return marked
 
 
 def stopped_by(folder) -> "dict | None":

@@ -30,6 +30,12 @@ class RunEntry:
         if self.problem:
             return f"unreadable: {self.problem}"
         if self.kind == "sweep":
+            from nodeweave.cluster.stop import stopped_by
+
+            stopped = stopped_by(self.path)
+            if stopped is not None:  # ended by the user (walk10 C22)
+                return (f"stopped by nodeweave stop at {str(stopped.get('at', '?'))[11:19]} UTC after "
+                        f"{len(self.points)} point(s)")
             codes = [p.data.get("exit_code") for p in self.points]
             failed = sum(1 for c in codes if c not in (0, None))
             return f"{len(self.points)} point(s)" + (f", {failed} failed" if failed else "")

@@ -57,13 +57,12 @@ def detach_run(parent: Path, as_json: bool) -> None:
 
 
 def detached_line(run_id: str, pid: int) -> str:
-    """What a detached run says: how to follow it, read its result, and end it. Ending it is the detached process's
-    Ctrl-C (`kill PID`: SIGTERM, handled as SIGINT): every node stopped, the run recorded as interrupted (130), and a
-    sweep starts no further point; `nodeweave stop` ends only the run in progress on the nodes, which the detached
-    process then records as failed, and a sweep goes on to its next point (walk10 C22, C11)."""
+    """What a detached run says: how to follow it, read its result, and end it. `nodeweave stop` ends the run in
+    progress on the nodes (recorded as stopped) and a sweep then starts no further point (walk10 C22); `kill PID`
+    is the detached process's Ctrl-C (SIGTERM, handled as SIGINT): every node stopped, recorded as interrupted."""
     return (f"nodeweave: run {run_id} detached (pid {pid}); follow it: nodeweave logs -f --run {run_id}; "
-            f"its result: nodeweave runs show {run_id}; end it: kill {pid} (as Ctrl-C: every node stopped, recorded "
-            "as interrupted, and a sweep starts no further point; `nodeweave stop` ends only the run in progress)")
+            f"its result: nodeweave runs show {run_id}; end it: nodeweave stop (recorded as stopped; a sweep starts "
+            f"no further point), or kill {pid} (as Ctrl-C: every node stopped, recorded as interrupted)")
 
 
 def _wait_for(note: Path, child: "subprocess.Popen", log: Path) -> Path:
