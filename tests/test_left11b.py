@@ -231,3 +231,31 @@ def test_c22_the_detach_line_names_nodeweave_stop_for_a_sweep():
 
     line = detached_line("20261130T141902Z-team-sweep", 4242)
     assert "end it: nodeweave stop (recorded as stopped; a sweep starts no further point), or kill 4242" in line
+
+
+# --- A7: a file the build reads, linked out of the context: one rule for init, validate and image build -------------
+
+
+@pytest.mark.parametrize("linked", ["requirements.txt", "wheelhouse", "wheelhouse/x-1.0-py3-none-any.whl"])
+def test_a7_a_file_the_build_reads_linked_out_is_named_by_init_validate_and_image_build(tmp_path, linked):
+    """A7: requirements.txt, wheelhouse/ (which the Dockerfile bind-mounts) or a wheel in it, a symbolic link out of
+    the project: `init` and `validate` note it (as they note the script linked out), and `image build --dry-run`
+    refuses it (exit 2), each in the same words of the one rule (build.context.linked_out)."""
+    home, project = tmp_path / "elsewhere", tmp_path / "project"
+    (home / "wheelhouse").mkdir(parents=True)
+    (home / "requirements.txt").write_text("numpy==1.26.4\n")
+    (home / "wheelhouse" / "x-1.0-py3-none-any.whl").write_bytes(b"PK")
+    project.mkdir()
+    (project / "train.py").write_text("print('hi')\n")
+    if "/" in linked:
+        (project / "wheelhouse").mkdir()
+    (project / linked).symlink_to(home / linked)
+    env = {**cli_run.CLEAN, "HOME": cli_run.home_beside(project)}
+    said = f"{linked!r} in the build context {project} is a symbolic link out of it (to {home / linked})"
+    init = cli_run.run([*cli_run.NODEWEAVE, "init"], cwd=project, env=env)
+    assert init.returncode == 0 and said in init.stderr, init.stderr
+    valid = cli_run.run([*cli_run.NODEWEAVE, "validate"], cwd=project, env=env)
+    assert valid.returncode == 0 and f"note: the image build would refuse it: " in valid.stderr, valid.stderr
+    assert said in valid.stderr, valid.stderr
+    build = cli_run.run([*cli_run.NODEWEAVE, "image", "build", "cpu", "--dry-run"], cwd=project, env=env)
+    assert build.returncode == 2 and said in build.stderr and "Traceback" not in build.stderr, build.stderr

@@ -83,16 +83,15 @@ def check_context_paths(context: Path, spec, spec_path: Optional[Path] = None) -
 
     ignore = DockerIgnore.of(context)
     for field, path in context_paths(spec).items():
-        if not (context / path.rstrip("/")).exists():
-            raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
-                             "inside the context (the spec's directory, or --context)")
         from nodeweave.failures import leads_out_of
 
-        out = leads_out_of(context, path.rstrip("/"))
-        if out is not None:  # the engine sends the context as it is: the link, not the file (walk9 A7)
-            raise UsageError(f"{field}: {path.rstrip('/')!r} in the build context {context} is a symbolic link out "
-                             f"of it (to {out}), which the build cannot follow; accepted: the file itself inside "
-                             "the context (copy it in instead of linking it)")
+        if not (context / path.rstrip("/")).exists() and leads_out_of(context, path.rstrip("/")) is None:
+            raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
+                             "inside the context (the spec's directory, or --context)")
+    linked = linked_out(context, spec)
+    if linked:  # the engine sends the context as it is: the link, not the file (walk9 A7, replay10 A7)
+        raise UsageError(linked[0])
+    for field, path in context_paths(spec).items():
         if ignore.excludes(path.rstrip("/")):
             ours = is_marked(bounded.read_bytes(context / ".dockerignore", bounded.TEXT_CAP, "a .dockerignore"))
             from nodeweave.rendering.provenance import render_command
@@ -102,6 +101,40 @@ def check_context_paths(context: Path, spec, spec_path: Optional[Path] = None) -
                    f"add the line '!{path.rstrip('/')}' at its end (the last matching line decides; "
                    "images/nodeweave.dockerignore holds nodeweave's own rules to merge)")
             raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; {fix}")
+
+
+def build_reads(context: Path, spec) -> "list[tuple[str, str]]":
+    """(what, path inside ``context``) of every file or folder an image build of ``spec`` reads from the context:
+    ``image.requirements``, ``image.project.source``, ``wheelhouse/`` (bind-mounted by the Dockerfile) and each
+    distribution in it, and the entrypoint zipapp the Dockerfile copies."""
+    from nodeweave.targets import zipapp
+    from nodeweave.targets.images import context_paths
+
+    reads = [(field, path.rstrip("/")) for field, path in context_paths(spec).items()]
+    reads.append((f"{WHEELHOUSE}/ (the Dockerfile bind-mounts it)", WHEELHOUSE))
+    house = context / WHEELHOUSE
+    if house.is_dir() and not house.is_symlink():
+        reads += [(f"a wheel of {WHEELHOUSE}/", f"{WHEELHOUSE}/{item.name}") for item in sorted(house.iterdir())
+                  if item.name.endswith((".whl", ".tar.gz", ".zip"))]
+    reads.append(("the entrypoint the Dockerfile copies", zipapp.PATH))
+    return reads
+
+
+def linked_out(context: Path, spec) -> "list[str]":
+    """The one rule for "a file the build context must hold, linked out of it" (replay10 A7, as walk9 A7 made it for
+    the script the nodes run): a line for each of :func:`build_reads` that is a symbolic link leading out of the
+    context, which the engine sends as the link, not the file: ``image build`` refuses the first, ``init`` and
+    ``validate`` note each."""
+    from nodeweave.failures import leads_out_of
+
+    found = []
+    for what, path in build_reads(context, spec):
+        out = leads_out_of(context, path)
+        if out is not None:
+            found.append(f"{what}: {path!r} in the build context {context} is a symbolic link out of it (to {out}), "
+                         f"which the build cannot follow; accepted: the {'folder' if out.is_dir() else 'file'} "
+                         "itself inside the context (copy it in instead of linking it)")
+    return found
 
 
 def is_distribution(path: Path) -> bool:

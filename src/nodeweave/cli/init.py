@@ -187,6 +187,7 @@ def init(
         raise UsageError("\n".join(_as_flag(line, error, flags) for line, error in _lines(err))) from None
     from nodeweave.cli.run import note_script
 
+    notes += build_link_notes(written, path)
     for note in filter(None, notes):  # each on its own line, once, before the summary
         typer.echo(f"nodeweave: note: {note}", err=True)
     note_script(written, path, [written.launcher.script, *written.launcher.args], launcher)  # as validate does
@@ -320,6 +321,15 @@ def refuse_a_near_miss(folder: Path, script: str, launcher: str, force: bool) ->
     if close:
         raise UsageError(f"--script {script}: no such file in {folder}; did you mean {close}? (nodeweave init --script "
                          f"{close}); --force writes {script} anyway, for a script the image holds")
+
+
+def build_link_notes(spec, spec_path: Path) -> "list[str]":
+    """What ``image build`` (its context: the spec's folder) would refuse as linked out of the context
+    (``build.context.linked_out``, the one rule), said by ``init`` and ``validate`` as notes (replay10 A7)."""
+    from nodeweave.build.context import linked_out
+    from nodeweave.specpath import spec_folder
+
+    return [f"the image build would refuse it: {line}" for line in linked_out(spec_folder(spec_path), spec)]
 
 
 def not_a_requirements_file(path: Path) -> str:
@@ -541,6 +551,7 @@ def validate(
         command = [spec.launcher.script, *spec.launcher.args]
         notes += [note for note in [script_note(spec, spec_path, command, spec.launcher.type, here=here)] if note]
         notes += missing_volume_notes(spec, spec_path) if here else []  # mounted, missing here (walk6 M7)
+        notes += build_link_notes(spec, spec_path)
     recovering = spec.recovery.enabled
     summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.max if recovering else spec.nodes.min,
                "nodes_max": spec.nodes.max, "min_nodes": spec.nodes.min,
