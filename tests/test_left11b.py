@@ -259,3 +259,53 @@ def test_a7_a_file_the_build_reads_linked_out_is_named_by_init_validate_and_imag
     assert said in valid.stderr, valid.stderr
     build = cli_run.run([*cli_run.NODEWEAVE, "image", "build", "cpu", "--dry-run"], cwd=project, env=env)
     assert build.returncode == 2 and said in build.stderr and "Traceback" not in build.stderr, build.stderr
+
+
+# --- A25: a spec filling a target's section the default target does not read: one note, every verb that plans ------
+
+K8S_ONLY = ("name: kj\nimage: {variant: cpu, registry: ghcr.io/acme}\nnodes: 2\ngpus_per_node: 1\n"
+            "launcher: {script: train.py}\nkubernetes: {namespace: ml}\n")
+NOTE = ("this plans target local (the default: no -t given, none remembered by `nodeweave up`); the spec's "
+        "kubernetes: section (namespace) does nothing here: `-t kubernetes` uses it")
+
+
+@pytest.fixture
+def k8s_only(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text(K8S_ONLY)
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    return tmp_path, {**cli_run.CLEAN, "HOME": cli_run.home_beside(tmp_path)}
+
+
+@pytest.mark.parametrize("verb", [["up"], ["run"], ["check"], ["exec", "--", "true"], ["stop"], ["shell"], ["down"],
+                                  ["sync"]])
+def test_a25_a_kubernetes_section_the_default_local_target_does_not_read_is_noted_by_every_verb_that_plans(
+        k8s_only, verb):
+    """A25: a spec filling only `kubernetes:` plans the local target (documented), and every verb's plan says so in
+    one note naming the section and `-t kubernetes` (it said not a word)."""
+    folder, env = k8s_only
+    cut = verb.index("--") if "--" in verb else len(verb)
+    done = cli_run.run([*cli_run.NODEWEAVE, *verb[:cut], "--dry-run", *verb[cut:]], cwd=folder, env=env)
+    assert NOTE in done.stdout, done.stdout + done.stderr
+
+
+def test_a25_the_note_comes_from_the_rule_that_picks_the_target(k8s_only):
+    """A25: one rule beside spec_default: a target said (-t local) or a spec with no other section gets no note; a
+    slurm: section picks slurm, and the kubernetes: section beside it is noted; an OpenShift spec picks kubernetes
+    itself, no note."""
+    from nodeweave.cluster.options import ClusterOptions, default_target_note, spec_default
+    from nodeweave.spec import load_spec
+
+    folder, env = k8s_only
+    said = cli_run.run([*cli_run.NODEWEAVE, "up", "-t", "local", "--dry-run"], cwd=folder, env=env)
+    assert "this plans target" not in said.stdout + said.stderr
+    cases = {"": "", "slurm: {partition: gpu}\n": "this plans target slurm (picked by the spec",
+             "kubernetes: {openshift: true}\n": ""}
+    for extra, expected in cases.items():
+        text = K8S_ONLY.replace("kubernetes: {namespace: ml}\n", extra) if "openshift" in extra or not extra else \
+            K8S_ONLY + extra
+        (folder / "nodeweave.yaml").write_text(text)
+        spec = load_spec(folder / "nodeweave.yaml")
+        target = spec_default(ClusterOptions(), spec).checked().target
+        note = default_target_note(ClusterOptions(), spec, target)
+        assert note.startswith(expected) and (not expected or "`-t kubernetes` uses it" in note), (extra, note)
+        assert bool(note) is bool(expected), (extra, note)

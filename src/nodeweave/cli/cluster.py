@@ -184,7 +184,8 @@ def down_command(
         if dry_run:
             from nodeweave.plan import Plan
 
-            show_plan(Plan("down", backend.where, (), (idle,)), fmt)
+            show_plan(Plan("down", backend.where, (), (*([backend.target_note] if backend.target_note else []),
+                                                        idle)), fmt)
             return
         forget_allocation(spec_path, spec.name)
         out.print(idle, highlight=False, markup=False)

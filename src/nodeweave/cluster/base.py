@@ -190,6 +190,7 @@ class Backend(abc.ABC):
 
     target = ""
     tool = ""  # the local program every verb of this target runs (engine, kubectl/oc, ssh, srun)
+    target_note = ""  # the spec's target section this default target does not read (options.default_target_note)
     holds = True  # up starts the nodes holding or running the spec's job (--hold/--run); see ``unheld``
     # Why up starts nothing in a mode here (--hold and --run would do nothing): "" where ``holds``.
     unheld = ""

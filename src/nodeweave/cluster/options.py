@@ -176,6 +176,38 @@ def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     return options
 
 
+def spec_sections(spec) -> "list[tuple[str, str, str]]":
+    """(section, its fields as written, the -t that reads it) of each target's own section the spec fills: ``hosts``
+    (-t hosts), ``slurm:`` (-t slurm), ``kubernetes:`` (-t kubernetes; -t openshift where it says openshift)."""
+    found = []
+    if spec.hosts:
+        found.append(("hosts", ", ".join(spec.hosts[:3]) + (", ..." if len(spec.hosts) > 3 else ""), "hosts"))
+    if spec.slurm is not None:
+        found.append(("slurm:", "", "slurm"))
+    if spec.kubernetes_given:
+        found.append(("kubernetes:", ", ".join(spec.kubernetes_given[:4]) + (", ..." if len(spec.kubernetes_given)
+                                                                              > 4 else ""),
+                      "openshift" if spec.kubernetes.openshift else "kubernetes"))
+    return found
+
+
+def default_target_note(options: ClusterOptions, spec, target: str) -> str:
+    """The note of :func:`spec_default`'s choice (replay10 A25: a spec filling only ``kubernetes:`` planned the local
+    target without a word): where no target was said or remembered, each target section the spec fills that the
+    chosen ``target`` does not read, named with the ``-t`` that does. "" otherwise (a target said or remembered is
+    the user's choice)."""
+    if options.target is not None or options.hosts or options.hosts_file:
+        return ""
+    unread = [(section, fields, flag) for section, fields, flag in spec_sections(spec)
+              if (flag if flag != "openshift" else "kubernetes") != target]
+    if not unread:
+        return ""
+    said = "; ".join(f"the spec's {section} section" + (f" ({fields})" if fields else "") + " does nothing here: "
+                     f"`-t {flag}` uses it" for section, fields, flag in unread)
+    why = "picked by the spec" if target != "local" else "the default"
+    return f"this plans target {target} ({why}: no -t given, none remembered by `nodeweave up`); {said}"
+
+
 def check_remote_dir(text: str, what: str = "--remote-dir") -> str:
     """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
     expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""

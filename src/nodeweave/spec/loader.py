@@ -396,6 +396,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         hosts=hosts,
         slurm=slurm,
         nodes_given=top.get("nodes") is not None,
+        kubernetes_given=tuple(sorted(_given_fields(r, top, "kubernetes"))),
         recovery=restarts,
         metrics=watched,
         notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,

@@ -313,6 +313,7 @@ class Spec:
     hosts: Tuple[str, ...] = ()  # bare hosts, node 0 first: compose's hostfile gives each its rank
     slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)
     nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count
+    kubernetes_given: Tuple[str, ...] = ()  # the kubernetes: fields the file writes (a target's own section filled)
     recovery: Recovery = Recovery()
     metrics: Metrics = Metrics()
     notes: Tuple[str, ...] = ()  # allowed but likely not meant (``shared_rules.notes``): validate says them

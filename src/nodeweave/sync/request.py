@@ -236,7 +236,12 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         saved = given.with_hosts_file_read().merged(saved)
     if saved.target is None and not fallback:
         return None
-    saved = spec_default(saved, spec).checked()
+    from nodeweave.cluster.options import default_target_note
+
+    chosen = spec_default(saved, spec).checked()
+    # the spec's target section the default target does not read, as every verb notes it (replay10 A25)
+    extra = tuple(n for n in [default_target_note(saved, spec, chosen.target)] if n)
+    saved = chosen
     if typed is not None:
         from nodeweave.cluster.options import refuse_idle_flags
 
@@ -256,11 +261,11 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
         note = f"the real sync would end with exit 3: {err}"
         if mounted:
-            raise NothingToSend(mounted, (note,)) from None
-        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path, (note,))
+            raise NothingToSend(mounted, (*extra, note)) from None
+        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path, (*extra, note))
     if mounted:
-        raise NothingToSend(mounted)
-    return (*found, ())
+        raise NothingToSend(mounted, extra)
+    return (*found, extra)
 
 
 def _require_mounted_up(backend, choose) -> None:

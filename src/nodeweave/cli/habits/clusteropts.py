@@ -168,6 +168,12 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
             raise refused
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
+    from nodeweave.cluster.options import default_target_note
+
+    # the spec's target section the default target does not read (replay10 A25): in a dry run's plan, else said
+    backend.target_note = default_target_note(given.merged(saved), spec, checked.target)
+    if backend.target_note and not dry_run:
+        typer.echo(f"nodeweave: note: {backend.target_note}", err=True)
     return spec, backend, checked
 
 
@@ -254,7 +260,9 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
     from nodeweave.plan import plan_lines
 
     if backend is not None:
-        plan = replace(plan, notes=(*plan.notes, *would_fail(backend, nodes, verb)))
+        said = getattr(backend, "target_note", "")  # the spec's section the default target does not read (A25)
+        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes,
+                                    *would_fail(backend, nodes, verb)))
     if emit(plan.to_dict(), fmt):
         return
     for line in plan_lines(plan):
