@@ -102,6 +102,11 @@ def test_c4_the_stopper_kills_what_ignores_sigterm_and_leaves_a_reused_pid_alone
     assert done.stdout.split() == ["gone"] and not record.exists(), done
     done = subprocess.run(stop_command(token, 9, grace=1), capture_output=True, text=True, timeout=30)
     assert done.stdout.split() == ["none"], done
+    record.write_text(f"{stubborn.pid} 1\n")  # a call whose command ended: the next wrapped command removes it
+    ran = subprocess.run([w.replace(EXEC_ID, token + "n") for w in wrapped(["echo", "$1 'x'"], 0)],
+                         capture_output=True, text=True, timeout=30)
+    assert ran.stdout == "$1 'x'\n" and not record.exists(), ran
+    Path(f"/tmp/nodeweave-exec-{token}n-node-0.pid").unlink()  # its own, left for the next call to remove
 
 
 IMAGE = "localhost/nodeweave-base:bookworm"

@@ -26,10 +26,12 @@ def pid_file(index: int, token: str = EXEC_ID) -> str:
 
 GRACE_S = 5  # SIGTERM, then SIGKILL this many seconds later to what still runs
 
-# $1: the pid file; the rest: the command. The pid and its start time (/proc's field 22; none without /proc), then
-# exec: the command gets this very pid. A file that cannot be written leaves the command to run unwatched.
+# $1: the pid file; the rest: the command. The files of earlier calls whose command has ended are removed (after
+# `exec` nothing is left to remove its own), then the pid and its start time (/proc's field 22; none without /proc)
+# are written, then exec: the command gets this very pid. A file that cannot be written leaves it to run unwatched.
 WRAP = ('t() { read -r s <"/proc/$$/stat" && s=${s##*) } && set -- $s && echo "${20}"; }; '
-        'f=$1; shift; { echo "$$ $(t)" >"$f"; } 2>/dev/null; exec "$@"')
+        'for g in /tmp/nodeweave-exec-*.pid; do [ -d /proc/self ] && read -r p r <"$g" && [ ! -d "/proc/$p" ] && '
+        'rm -f "$g"; done 2>/dev/null; f=$1; shift; { echo "$$ $(t)" >"$f"; } 2>/dev/null; exec "$@"')
 
 # $1: the pid file, $2: the grace in seconds. Prints one word: ended, killed, gone or none (ANSWERS).
 STOP = r'''f=$1; g=$2
