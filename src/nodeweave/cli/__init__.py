@@ -45,8 +45,9 @@ VERBS = {
     "status": Verb("cluster", "One row per node: up, hold or run, rank, plan hash (do all agree?), run in "
                               "progress, GPU use."),
     "stop": Verb("cluster", "Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the "
-                            "grace (nodes started with `up --run` run the spec's job as their main process: "
-                            "`nodeweave down` ends it)."),
+                            "grace; a sweep of `run --sweep` walking its points here starts no further point (nodes "
+                            "started with `up --run` run the spec's job as their main process: `nodeweave down` "
+                            "ends it)."),
     "shell": Verb("cluster", "An interactive shell in one node (--node; default node 0)."),
     "logs": Verb("cluster", "Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with "
                             "its count: the containers' logs in run mode, the runs' logs in hold mode, across a "
