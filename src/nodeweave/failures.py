@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+from nodeweave.entrypoint.errors import CWD_GONE, cwd_gone  # one rule for both programs (replay11 A30)
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 # klog's prefix (kubectl, oc): "E1126 17:39:33.784620   22043 memcache.go:265] ..."
@@ -320,26 +321,10 @@ def from_os_error(err: OSError) -> NodeweaveError:
             hint = INSTALL_HINTS.get(os.path.basename(program))
             return EnvironmentProblem(f"{program} is not on PATH" + (f"; {hint}" if hint else ""))
         return EnvironmentProblem(f"cannot run {program}: {err.strerror or err}")
-    if err.filename is None and isinstance(err, FileNotFoundError) and _cwd_gone():
+    if cwd_gone(err):
         return UsageError(CWD_GONE)
     where = f" {err.filename}" if err.filename else ""
     return UsageError(f"cannot use{where}: {err.strerror or err}")
-
-
-# What a path-less "No such file or directory" is when the current folder itself is gone (walk10 A30: `cannot use:
-# No such file or directory` from validate, runs ls, init after another terminal's `rm -rf` or a `git checkout`).
-CWD_GONE = ("the current folder no longer exists (it was removed after this shell entered it): cd to the project "
-            "again (or give paths that do not depend on it)")
-
-
-def _cwd_gone() -> bool:
-    try:
-        os.getcwd()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def _raised_by_exec(err: BaseException) -> bool:
