@@ -56,3 +56,70 @@ def test_nodeweave_and_the_entrypoint_share_the_removed_folders_line(tmp_path, m
 
     code, _, err = run_cli(capsys, "validate")
     assert code == 2 and one_line(err).endswith(CWD_GONE)
+
+
+# -- A3: a folder option naming a home itself -----------------------------------------------------------------------
+
+# Every option and variable naming a folder nodeweave writes its files into (``failures.writable_dir``'s callers).
+FOLDER_OPTIONS = [
+    (["render", "all", "--out", "{home}", "--dry-run"], "--out"),
+    (["render", "entrypoint", "--out", "{home}"], "--out"),
+    (["run", "--runs-dir", "{home}", "--dry-run"], "--runs-dir"),
+    (["check", "--runs-dir", "{home}", "--dry-run"], "--runs-dir"),
+    (["image", "build", "cpu", "--context", "{home}", "--dry-run"], "--context"),
+    (["image", "build", "cpu", "--wheelhouse", "{home}", "--dry-run"], "--wheelhouse"),
+    (["doctor", "--capture", "{home}"], "--capture"),
+    (["image", "build", "cpu", "--dry-run", "NODEWEAVE_CACHE_DIR={home}"], "NODEWEAVE_CACHE_DIR"),
+]
+
+
+@pytest.fixture
+def home(job_folder, monkeypatch):
+    """This user's home: a folder of its own beside the project (the project is not in it, as a walk's was)."""
+    own = job_folder.parent / f"{job_folder.name}.home"
+    own.mkdir()
+    monkeypatch.setenv("HOME", str(own))
+    return own
+
+
+@pytest.mark.parametrize("words, flag", FOLDER_OPTIONS, ids=[" ".join(w[:2]) + " " + f for w, f in FOLDER_OPTIONS])
+@pytest.mark.parametrize("spelling", ["home", "link"])
+def test_a_folder_option_naming_a_home_itself_is_refused(capsys, monkeypatch, job_folder, home, words, flag, spelling):
+    """A3: `init`, `validate` and `up` in the home were refused, but `render all --out ~` wrote compose/, images/,
+    manifests/, entrypoint/ and .nodeweave/ among the home's own (0), and `run --runs-dir ~` planned run folders
+    directly in it (0); the same for a link to the home."""
+    given = home
+    if spelling == "link":
+        given = job_folder.parent / f"{job_folder.name}.homelink"
+        given.symlink_to(home)
+    argv = []
+    for word in words:
+        if word.startswith("NODEWEAVE_CACHE_DIR="):
+            monkeypatch.setenv("NODEWEAVE_CACHE_DIR", word.split("=", 1)[1].format(home=given))
+        else:
+            argv.append(word.format(home=given))
+    if flag == "--wheelhouse":  # the build's context then holds what the Dockerfile copies
+        assert run_cli(capsys, "render", "entrypoint")[0] == 0
+    before = sorted(p.name for p in home.iterdir())
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2, (out, err)
+    assert flag in line and f"{home} is a home itself, your home folder ($HOME)" in line, line
+    assert sorted(p.name for p in home.iterdir()) == before
+
+
+@pytest.mark.parametrize("path, home", [("/home/lab", "a home itself"), ("/Users/ana/", "a home itself"),
+                                        ("/home/lab/proj", ""), ("/srv/me", "a home itself, your home folder ($HOME)"),
+                                        ("/srv/me/proj", ""), ("/srv", "")])
+def test_the_one_judge_of_a_home(monkeypatch, path, home):
+    """A3, A22: one judge of a home for every path nodeweave writes into, mounts or sends."""
+    from nodeweave.remote.names import a_home
+
+    monkeypatch.setenv("HOME", "/srv/me")
+    assert a_home(path) == home
+
+
+def test_a_folder_in_the_home_is_one_of_your_own(capsys, job_folder, home):
+    """A3: the refusal names the home itself only: a folder in it is taken."""
+    code, out, err = run_cli(capsys, "render", "all", "--out", str(home / "proj"), "--dry-run")
+    assert code == 0, err

@@ -216,11 +216,13 @@ def _full(probe: Path) -> "str | None":
 def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = False) -> "str | None":
     """Why the absolute ``path`` is no folder for nodeweave to write into, or None: the one rule of every option
     and variable naming such a folder (``--out``, ``--runs-dir``, ``--wheelhouse``, ``doctor --capture``,
-    NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system folder (as written and
-    where links lead), nor inside ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
+    ``image build --context``, NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system
+    folder, nor a home itself (``remote.names.a_home``: replay11 A3), as written and where links lead; nor inside
+    ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
     ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
     and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
+    from nodeweave.remote.names import a_home
     from nodeweave.systemdirs import SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     probe = path
@@ -240,6 +242,11 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
     made = None if system_ok else made_in_system_folder(str(path))  # the system's trees said first, as the more exact
     if made:
         return made
+    for seen in dict.fromkeys((str(path), str(real))):  # as written, and where links lead
+        home = "" if system_ok else a_home(seen)
+        if home:  # replay11 A3: `render all --out ~` wrote compose/, images/, .nodeweave/ ... among the home's own
+            return (f"{seen} is {home}, where nodeweave's files would lie among the home's own (its keys, tokens "
+                    "and dotfiles): name a folder in it (~/proj)")
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
     store = None if runs_ok else runs_store(path) or runs_store(real)

@@ -23,7 +23,7 @@ _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
 _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
 # Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
-_HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
+HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
 # Folders whose every child is a mount point of its own (/mnt/nfs, /media/usb): never emptied by --delete.
 MOUNT_PARENTS = ("/mnt", "/media", "/run/media")
 # Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out),
@@ -38,7 +38,7 @@ def credential_folder(path: str) -> "str | None":
 
 def home_itself(path: str) -> bool:
     """``path`` (absolute, normalised) is a home or a user's mount root itself (``/home/me``, ``/Users/me``)."""
-    return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in _HOMES
+    return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in HOMES
 
 
 def own_homes() -> "dict[str, str]":
@@ -69,6 +69,18 @@ def own_homes() -> "dict[str, str]":
     return found
 
 
+def a_home(path: str) -> str:
+    """What ``path`` (absolute) is when it is a home or a user's mount root itself, as it reads in a refusal (``a
+    home itself``; ``a home itself, your home folder ($HOME)`` for this user's own wherever it is: walk9 A27), else
+    "". The one judge of a home for every path nodeweave sends, mounts or writes its files into: sync's SRC, the
+    spec's workspace and volumes, and every folder option (``failures.own_folder_problem``: replay11 A3, A22)."""
+    normal = "/" + "/".join(p for p in path.split("/") if p)
+    own = own_homes().get(normal)
+    if own is not None:  # this user's home, wherever it is ($HOME=/srv/me, /root)
+        return f"a home itself, {own}"
+    return "a home itself" if home_itself(normal) else ""  # /home/me, /Users/me: ~ itself as DEST is refused the same
+
+
 def shared_folder_problem(real: str) -> "str | None":
     """Why the absolute, resolved ``real`` may not be a workspace handed to every node (sync's SRC, the spec's
     workspace.host_path), or None: ``/`` or a system folder, whose whole tree would go; a home itself (under
@@ -79,12 +91,9 @@ def shared_folder_problem(real: str) -> "str | None":
     tree = system_tree(real)  # /sbin is /usr/sbin where links lead: a system folder's tree is the system's too
     if tree is not None:
         return f"{real} is in {tree} ({SYSTEM_TREES[tree]}), which would be sent to (or mounted on) every node"
-    if home_itself(real):  # /home/me, /Users/me: ~ itself as DEST is refused the same way
-        return f"{real} is a home itself, whose keys, tokens and caches would be sent to (or mounted on) every node"
-    own = own_homes().get("/" + "/".join(p for p in real.split("/") if p))
-    if own is not None:  # this user's home elsewhere ($HOME=/srv/me, /root): the same rule (walk9 A27)
-        return (f"{real} is a home itself, {own}, whose keys, tokens and caches would be sent to (or mounted on) "
-                "every node")
+    home = a_home(real)
+    if home:
+        return f"{real} is {home}, whose keys, tokens and caches would be sent to (or mounted on) every node"
     secret = credential_folder(real)
     if secret is not None:
         return f"{real} is in the credential folder {secret}, whose keys would be sent to (or mounted on) every node"
