@@ -123,3 +123,41 @@ def test_a_folder_in_the_home_is_one_of_your_own(capsys, job_folder, home):
     """A3: the refusal names the home itself only: a folder in it is taken."""
     code, out, err = run_cli(capsys, "render", "all", "--out", str(home / "proj"), "--dry-run")
     assert code == 0, err
+
+
+# -- A22: a host folder in the spec naming a home by its path -------------------------------------------------------
+
+VOLUME = "volumes: [{{name: h, host_path: '{path}', path: /data}}]\n"
+CACHE = "cache: {{host_path: '{path}'}}\n"
+
+
+@pytest.mark.parametrize("field, text", [("volumes[0].host_path", VOLUME), ("cache.host_path", CACHE)])
+@pytest.mark.parametrize("path, said", [
+    ("{home}", "{home}, a home itself, your home folder ($HOME)"),
+    ("{link}", "{home}, a home itself, your home folder ($HOME)"),
+    ("../{name}.home", "{home}, a home itself, your home folder ($HOME)"),
+    ("/home/lab", "/home/lab, a home itself"),
+    ("/home", "/home, the folder homes are in"),
+])
+def test_a_host_folder_naming_a_home_is_refused(capsys, job_folder, home, field, text, path, said):
+    """A22: `host_path: "~"` was refused (`would hand every node the user's whole home`), but the same home by its
+    path (`/tmp/me` = $HOME, `/home/lab`, a link to it, `..` from the project) was a valid volume (0)."""
+    link = job_folder.parent / f"{job_folder.name}.homelink"
+    link.symlink_to(home)
+    values = {"home": home, "link": link, "name": job_folder.name}
+    spec = job_folder / "nodeweave.yaml"
+    spec.write_text(spec.read_text() + text.format(path=path.format(**values)))
+    code, out, err = run_cli(capsys, "validate")
+    line = one_line(err)
+    assert code == 2, (out, err)
+    assert f"{field}: " in line and f"would hand every node {said.format(**values)}" in line, line
+
+
+@pytest.mark.parametrize("text, path", [(VOLUME, "data"), (CACHE, ".cache/x")])
+def test_a_host_folder_in_a_home_is_taken(capsys, job_folder, home, text, path):
+    """A22: a folder in a home is the job's own."""
+    (home / path).mkdir(parents=True)
+    spec = job_folder / "nodeweave.yaml"
+    spec.write_text(spec.read_text() + text.format(path=home / path))
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0, err

@@ -345,7 +345,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
     spec_image = r.attempt(image.image, r, top, base_dir)
     gpus = r.attempt(job.gpus, r, top.get("gpus_per_node"))
-    workspace, cache = r.attempt(job.workspace, r, top, base_dir), r.attempt(job.cache, r, top)
+    workspace, cache = r.attempt(job.workspace, r, top, base_dir), r.attempt(job.cache, r, top, base_dir)
     net = r.attempt(network.network, r, top)
     env = r.attempt(job.env, r, top.get("env"))
     k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
@@ -360,7 +360,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
                       None if nodes is FAILED else nodes)
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
-    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts,
+                                                                 base_dir)
     if FAILED not in (launcher, restarts, workspace) and restarts.checkpoint_dir:
         mounted = None if spec_volumes is FAILED else [v.path for v in spec_volumes]
         r.attempt(_checkpoint_dir_apart, r, top, restarts.checkpoint_dir, launcher.script, workspace, base_dir,

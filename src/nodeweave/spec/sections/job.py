@@ -156,7 +156,8 @@ EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deeps
 
 def workspace(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Workspace:
     f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
-    found = Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
+    found = Workspace(path=optional_container_path(r, f, "path", "/workspace"),
+                      host_path=host_path(r, f, "host_path", ".", homes=False))  # homes: workspace_folder_problem
     if base_dir is None:
         return found
     why = workspace_folder_problem(base_dir, found.host_path)
@@ -195,11 +196,11 @@ def workspace_folder_problem(base_dir: Path, written: str) -> Optional[str]:
     return None
 
 
-def cache(r: Reader, top: Fields) -> Cache:
+def cache(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Cache:
     f = r.fields(top.get("cache"), "cache", ("path", "host_path", "size"))
     return Cache(
         path=optional_container_path(r, f, "path", "/cache"),
-        host_path=host_path(r, f, "host_path", "~/.cache/nodeweave"),
+        host_path=host_path(r, f, "host_path", "~/.cache/nodeweave", base_dir),
         size=optional(r, f, "size", rules.QUANTITY) or "200Gi",
     )
 
