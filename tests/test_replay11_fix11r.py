@@ -161,3 +161,50 @@ def test_a_host_folder_in_a_home_is_taken(capsys, job_folder, home, text, path):
     spec.write_text(spec.read_text() + text.format(path=home / path))
     code, out, err = run_cli(capsys, "validate")
     assert code == 0, err
+
+
+# -- A27: an earlier output of the option's own kind is replaced only with --force ----------------------------------
+
+BENCH_RESULT = '{"schema": "nodeweave.bench/1", "sweep": [], "ranking": [], "runs": []}\n'
+CHART = b"\x89PNG\r\n\x1a\n" + bytes(16) + b"tEXtSoftware\x00Matplotlib version3.9"
+# Every option naming a file nodeweave writes that the user gives again (habits.replace.KINDS, but the plan record,
+# a variable with no --force): (argv, the file, what it holds).
+EARLIER_OUTPUTS = [
+    (["bench", "--dry-run", "--json-out", "base.json"], "base.json", BENCH_RESULT.encode()),
+    (["bench", "--dry-run", "--json-out", "b.json", "--plot", "base.png"], "base.png", CHART),
+    (["runs", "compare", "a", "b", "--metric", "x", "--chart", "base.png"], "base.png", CHART),
+    (["hosts", "probe", "--node", "gpu01", "--write-hostfile", "hostfile", "--dry-run"], "hostfile",
+     b"gpu01 slots=8\n"),
+    (["init", "--dry-run"], "nodeweave.yaml", None),
+]
+
+
+@pytest.mark.parametrize("argv, name, content", EARLIER_OUTPUTS, ids=[a[0] + " " + n for a, n, _ in EARLIER_OUTPUTS])
+def test_an_earlier_output_is_replaced_only_with_force(capsys, job_folder, argv, name, content):
+    """A27: `bench --json-out base.json` over an earlier bench result said only `# would write base.json` and
+    `wrote base.json` (0): the baseline replaced with no word and no --force (bench had none), while `init` and
+    `hosts probe --write-hostfile` asked --force to replace their earlier output."""
+    if content is not None:
+        (job_folder / name).write_bytes(content)
+    before = (job_folder / name).read_bytes()
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and name in line and " exists and is " in line and "pass --force to replace it" in line, line
+    assert (job_folder / name).read_bytes() == before
+
+
+@pytest.mark.parametrize("argv", [["bench", "--dry-run", "--force"],
+                                  ["runs", "compare", "a", "b", "--metric", "x", "--force"]])
+def test_force_with_nothing_to_replace_is_refused(capsys, job_folder, argv):
+    """A27: --force does nothing without the option whose file it replaces."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and "--force does nothing without" in one_line(err), err
+
+
+def test_a_forced_bench_says_it_replaces_the_earlier_result(capsys, job_folder):
+    """A27: the dry run with --force names the replacement, as hosts probe's does."""
+    (job_folder / "base.json").write_text(BENCH_RESULT)
+    code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--iters", "1", "--json-out", "base.json",
+                             "--force")
+    assert code == 0, err
+    assert "replaces the existing file (--force)" in out, out

@@ -176,9 +176,7 @@ def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path
     if path is not None:
         from nodeweave.cli.habits.replace import refuse_foreign_file
 
-        refuse_foreign_file(path, "--write-hostfile", "hostfile")
-    if path is not None and path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
+        refuse_foreign_file(path, "--write-hostfile", "hostfile", force=force)
     return path
 
 

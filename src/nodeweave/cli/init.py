@@ -383,11 +383,9 @@ def refuse_replacing(path: Path, script: str, force: bool, out_named: str) -> No
     from nodeweave.specpath import spec_folder
 
     folder = spec_folder(path)
-    refuse_foreign_file(path, "--out", "spec", subject=out_named, also_not={
+    refuse_foreign_file(path, "--out", "spec", subject=out_named, force=force, also_not={
         folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
         folder / script: f"the training script the new spec runs (launcher.script {script})"})
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists (a spec); pass --force to replace it, or --out another file")
 
 
 def node_count(text) -> int:

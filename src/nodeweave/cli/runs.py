@@ -145,6 +145,8 @@ def compare_command(
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", callback=output_file, help="Also write the chart to this .png or .svg "
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
+    force: bool = typer.Option(False, "--force", help="replace an earlier chart at --chart; without it an existing "
+                               "one is refused, never lost"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Runs side by side: result, seconds, goodput, the metric per run and per node, the best marked, charted."""
@@ -160,7 +162,7 @@ def compare_command(
         from nodeweave.cli.habits.replace import refuse_foreign_file
 
         check_chart_path(chart)
-        refuse_foreign_file(chart, "--chart", "chart")
+        refuse_foreign_file(chart, "--chart", "chart", force=force)
     if metric is not None:  # judged before any run is read, as the chart
         from nodeweave.cluster.sweep import compile_metric
 
