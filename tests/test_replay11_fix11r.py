@@ -208,3 +208,35 @@ def test_a_forced_bench_says_it_replaces_the_earlier_result(capsys, job_folder):
                              "--force")
     assert code == 0, err
     assert "replaces the existing file (--force)" in out, out
+
+
+# -- A20: a bare ~ in a required field offers no default ------------------------------------------------------------
+
+JOB = {"name": "m", "image": "{variant: cpu}", "launcher": "{script: train.py}"}
+REQUIRED_TILDES = [
+    ("name", {"name": "~"}),
+    ("image", {"image": "~"}),
+    ("image.variant", {"image": "{variant: ~}"}),
+    ("launcher", {"launcher": "~"}),
+    ("launcher.script", {"launcher": "{script: ~}"}),
+    ("volumes[0].name", {"volumes": "[{name: ~, path: /d, host_path: /data}]"}),
+    ("volumes[0].path", {"volumes": "[{name: d, path: ~, host_path: /data}]"}),
+]
+
+
+@pytest.mark.parametrize("field, changed", REQUIRED_TILDES, ids=[f for f, _ in REQUIRED_TILDES])
+def test_a_bare_tilde_in_a_required_field_offers_no_default(capsys, job_folder, field, changed):
+    """A20: `name: ~` said `read as not given (the default); accepted: ..., or the key left out (or null written
+    out) for the default`, while the key left out or null was refused as `required field is missing/null`."""
+    (job_folder / "m.yaml").write_text("".join(f"{key}: {value}\n" for key, value in {**JOB, **changed}.items()))
+    code, out, err = run_cli(capsys, "validate", "--spec", "m.yaml")
+    line = one_line(err)
+    assert code == 2 and f": {field}: ~ is YAML's null" in line and "required (it has no default)" in line, line
+    assert "for the default" not in line and "home" not in line, line
+
+
+def test_a_bare_tilde_in_a_field_with_a_default_still_offers_it(capsys, job_folder):
+    """A20: a field with a default keeps its line."""
+    (job_folder / "m.yaml").write_text("".join(f"{key}: {value}\n" for key, value in {**JOB, "nodes": "~"}.items()))
+    code, out, err = run_cli(capsys, "validate", "--spec", "m.yaml")
+    assert code == 2 and "or the key left out (or null written out) for the default" in one_line(err)
