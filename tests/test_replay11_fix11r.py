@@ -240,3 +240,29 @@ def test_a_bare_tilde_in_a_field_with_a_default_still_offers_it(capsys, job_fold
     (job_folder / "m.yaml").write_text("".join(f"{key}: {value}\n" for key, value in {**JOB, "nodes": "~"}.items()))
     code, out, err = run_cli(capsys, "validate", "--spec", "m.yaml")
     assert code == 2 and "or the key left out (or null written out) for the default" in one_line(err)
+
+
+# -- A16: only the run folder's spec is offered as a spec to copy out -----------------------------------------------
+
+def run_folder_files():
+    from nodeweave.spec.loader import RUN_FILES
+
+    names = {r"spec\.yaml": "spec.yaml", r"node-(\d+)\.plan\.json": "node-0.plan.json", r"node-(\d+)\.log": "node-1.log"}
+    return [names.get(pattern, pattern.replace("\\", "")) for pattern, _ in RUN_FILES] + ["notes.txt"]
+
+
+@pytest.mark.parametrize("name", run_folder_files())
+def test_only_the_run_folders_spec_is_offered_to_copy_out(capsys, job_folder, name):
+    """A16: every run-folder file's refusal ended `or copy this file out of the run folder to start from it`, also
+    node-0.plan.json, run.json, goodput.json, heat.json and node-0.log, none a spec to start from (copied out, the
+    plan was then refused as a node's plan)."""
+    run = job_folder / "runs" / "20261130T140001Z-proj"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"job": "proj"}\n')
+    (run / "spec.yaml").write_text((job_folder / "nodeweave.yaml").read_text())
+    if not (run / name).exists():
+        (run / name).write_text('{"x": 1}\n')
+    code, out, err = run_cli(capsys, "validate", "--spec", f"runs/20261130T140001Z-proj/{name}")
+    line = one_line(err)
+    assert code == 2 and "is a run's record (" in line, line
+    assert ("copy this file out of the run folder" in line) == (name == "spec.yaml"), line

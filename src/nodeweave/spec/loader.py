@@ -85,20 +85,30 @@ def refuse_run_record(path: Path) -> None:
     if run is not None:
         found = spec_above(run.parent)
         shown = found and os.path.relpath(found)
+        copy = (", or copy this file out of the run folder to start from it" if run_file_is_spec(path.name)
+                else "")  # only the spec it started from is one (replay11 A16: a plan, a log, run.json were told so)
         raise UsageError(f"{path} is a run's record ({run_file_words(path.name, run.name)}), not a "
                          "spec: its folder is no workspace, and nothing of nodeweave's is written inside a run "
-                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}, or copy this file "
-                         "out of the run folder to start from it")
+                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}{copy}")
 
 
 # What each file of a run folder holds (cluster.runfolder's list), as a refusal names it (walk10 A16: a node's plan
-# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node).
+# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node). The
+# first, the spec, is the only one that is a spec copied out (``run_file_is_spec``).
 RUN_FILES = ((r"spec\.yaml", "the spec run {run} started from, as it was"),
              (r"node-(\d+)\.plan\.json", "node {0}'s plan in run {run}"),
              (r"node-(\d+)\.log", "node {0}'s output in run {run}"),
              (r"run\.json", "run {run}'s own record: its command, nodes and exit codes"),
              (r"goodput\.json", "run {run}'s goodput"), (r"heat\.json", "run {run}'s step-time heat map"),
              (r"recovery\.json", "run {run}'s recovery record"), (r"stalls\.txt", "run {run}'s stall reports"))
+
+
+def run_file_is_spec(name: str) -> bool:
+    """Whether the run folder's file ``name`` is a spec one may start from, copied out (``RUN_FILES``' first row,
+    spec.yaml); every other file there (a node's plan, a log, the run's own records) is no spec anywhere."""
+    import re
+
+    return re.fullmatch(RUN_FILES[0][0], name) is not None
 
 
 def run_file_words(name: str, run: str) -> str:
