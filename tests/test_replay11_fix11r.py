@@ -266,3 +266,24 @@ def test_only_the_run_folders_spec_is_offered_to_copy_out(capsys, job_folder, na
     line = one_line(err)
     assert code == 2 and "is a run's record (" in line, line
     assert ("copy this file out of the run folder" in line) == (name == "spec.yaml"), line
+
+
+# -- A21: a build arg an option sets, given beside that option, is refused whatever the values ----------------------
+
+def option_build_args():
+    from nodeweave.cli.image import OPTION_BUILD_ARGS
+
+    values = {"BASE_IMAGE": ("localhost/nodeweave-base:bookworm", ["--base", "localhost/nodeweave-base:bookworm"]),
+              "PIP_NO_INDEX": ("1", ["--offline"])}
+    return [(arg, *values[arg]) for arg in OPTION_BUILD_ARGS]
+
+
+@pytest.mark.parametrize("arg, value, option", option_build_args())
+def test_a_build_arg_beside_its_option_is_refused_even_when_they_agree(capsys, job_folder, arg, value, option):
+    """A21: `--build-arg BASE_IMAGE=X --base X` printed the plan (0) and `--build-arg PIP_NO_INDEX=1 --offline` went
+    on, while `--build-arg FOO=1 --build-arg FOO=1` and `-e A=1 -e A=1` are refused even when equal."""
+    assert run_cli(capsys, "render", "all")[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--build-arg", f"{arg}={value}", *option, "--dry-run")
+    line = one_line(err)
+    assert code == 2 and f"--build-arg {arg}={value} and {' '.join(option)} both set" in line, line
+    assert f"{option[0]} is nodeweave's spelling" in line, line
