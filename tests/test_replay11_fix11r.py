@@ -287,3 +287,44 @@ def test_a_build_arg_beside_its_option_is_refused_even_when_they_agree(capsys, j
     line = one_line(err)
     assert code == 2 and f"--build-arg {arg}={value} and {' '.join(option)} both set" in line, line
     assert f"{option[0]} is nodeweave's spelling" in line, line
+
+
+# -- A25: a sub-verb's option typed between its group and it --------------------------------------------------------
+
+def options_between_group_and_sub_verb():
+    """(group, sub-verb, an option of the sub-verb as typed) for every sub-verb of every group (cli.GROUPS) that has
+    an option beyond the ones every verb reads (-o/--output, --spec, --json, --help)."""
+    from cli_run import leaves
+    from nodeweave.cli import GROUPS, VERB_FLAGS, VERB_OPTIONS_WITH_VALUE
+
+    commands = {tuple(words): command for words, command in leaves()}
+    cases = []
+    for group, subs in GROUPS.items():
+        for sub in subs:
+            for param in commands[(group, sub)].params:
+                names = [n for n in getattr(param, "opts", ()) if n.startswith("--")]
+                if getattr(param, "param_type_name", "") != "option" or not names or set(param.opts) & {
+                        *VERB_OPTIONS_WITH_VALUE, *VERB_FLAGS, "--help"}:
+                    continue
+                typed = [names[0]] if param.is_flag else [names[0], "x"]
+                cases.append((group, sub, typed))
+                break
+    return cases
+
+
+@pytest.mark.parametrize("group, sub, typed", options_between_group_and_sub_verb(),
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_a_sub_verbs_option_before_it_is_refused_with_where_it_goes(capsys, job_folder, group, sub, typed):
+    """A25: `nodeweave image --dry-run build` was `no such option: --dry-run; nodeweave image --help lists what is
+    accepted`, and so were `hosts --node ... probe` and `runs --metric x compare`: no word that it is the
+    sub-verb's option and goes after it, as `nodeweave -n ml run` is now told."""
+    code, out, err = run_cli(capsys, group, *typed, sub)
+    line = one_line(err)
+    assert code == 2 and f"{typed[0]} is not an option of nodeweave {group}:" in line, line
+    assert f"`nodeweave {group} {sub} {' '.join(typed)}`" in line, line
+
+
+def test_the_common_options_between_group_and_sub_verb_are_still_moved(capsys, job_folder):
+    """A25: -o between a group and its sub-verb is taken, as before."""
+    code, out, err = run_cli(capsys, "image", "-o", "json", "variants")
+    assert code == 0 and json.loads(out), err
