@@ -328,3 +328,27 @@ def test_the_common_options_between_group_and_sub_verb_are_still_moved(capsys, j
     """A25: -o between a group and its sub-verb is taken, as before."""
     code, out, err = run_cli(capsys, "image", "-o", "json", "variants")
     assert code == 0 and json.loads(out), err
+
+
+# -- R3: validate refuses the setup line every node refuses ---------------------------------------------------------
+
+def words_alone():
+    from nodeweave.entrypoint.planning.contract import _NOT_ALONE
+
+    return sorted(_NOT_ALONE)
+
+
+@pytest.mark.parametrize("word", words_alone())
+def test_a_setup_line_every_node_refuses_is_refused_by_validate(capsys, job_folder, word):
+    """R3: `launcher: {setup: ["source"]}` was valid (0), rendered and planned by `up --dry-run`, while every node's
+    entrypoint refused that very value (`'source' alone does nothing`, 2)."""
+    from nodeweave.entrypoint.errors import EntrypointError
+    from nodeweave.entrypoint.planning.contract import read_setup_lines, setup_text
+
+    with pytest.raises(EntrypointError):  # the node's own reader of what the spec renders
+        read_setup_lines(setup_text([word]), "setup", "NODEWEAVE_SETUP")
+    (job_folder / "m.yaml").write_text(f"name: m\nimage: {{variant: cpu}}\nlauncher: {{script: train.py, setup: "
+                                       f"['{word}']}}\n")
+    code, out, err = run_cli(capsys, "validate", "--spec", "m.yaml")
+    line = one_line(err)
+    assert code == 2 and f"launcher.setup[0]: {word!r} alone does nothing" in line, line

@@ -116,11 +116,16 @@ def launcher(r: Reader, top: Fields) -> Launcher:
 
 def _setup(r: Reader, node: Optional[Node]) -> tuple:
     """Shell lines for the node's environment (conda, module load, a site script): one command each."""
+    from nodeweave.entrypoint.planning.contract import setup_line_alone
+
     lines = []
     for path, item in r.sequence(node, "launcher.setup", "shell lines"):
         line = r.string(item, path, "one shell command line, e.g. 'source ~/miniconda3/etc/profile.d/conda.sh'")
         if not rules.single_line(line):
             raise r.bad_value(item, path, "one non-empty shell command line (a list item per line)")
+        if setup_line_alone(line):  # every node refuses it (the entrypoint's own test)
+            raise r.fail(item, path, f"{line.strip()!r} alone does nothing, and every node refuses it",
+                         "the whole command as one item, e.g. 'source /opt/venv/bin/activate' or 'module load cuda'")
         lines.append(line)
     return tuple(lines)
 
