@@ -352,3 +352,28 @@ def test_a_setup_line_every_node_refuses_is_refused_by_validate(capsys, job_fold
     code, out, err = run_cli(capsys, "validate", "--spec", "m.yaml")
     line = one_line(err)
     assert code == 2 and f"launcher.setup[0]: {word!r} alone does nothing" in line, line
+
+
+# -- R4: a leading // is / in the CLI's folder and file judges too --------------------------------------------------
+
+@pytest.mark.parametrize("scratch", ["/tmp", "/var/tmp"])
+@pytest.mark.parametrize("argv", [["run", "--runs-dir", "/{scratch}/f11r-new-{n}", "--dry-run"],
+                                  ["bench", "--dry-run", "--sizes", "1K", "--json-out", "/{scratch}/f11r-{n}.json"]])
+def test_a_doubled_leading_slash_is_one_in_the_folder_judges(capsys, job_folder, scratch, argv):
+    """R4: `run --runs-dir //var/tmp/ck --dry-run` was `//var/tmp/ck would be made directly in //var/tmp, which is /
+    or a system folder ... (of those, only /tmp and /var/tmp take one)`: it contradicted itself, //var/tmp being
+    /var/tmp (the entrypoint and the spec normalise it already)."""
+    words = [w.format(scratch=scratch, n=job_folder.name) for w in argv]
+    code, out, err = run_cli(capsys, *words)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["run", "--runs-dir", "//usr/local/f11r-new", "--dry-run"], "/usr/local/f11r-new would be made directly in "
+                                                                 "/usr/local,"),
+    (["bench", "--dry-run", "--json-out", "//usr/local/x.json"], "its folder /usr/local is / or a system folder"),
+])
+def test_a_doubled_leading_slash_is_said_as_the_folder_it_is(capsys, job_folder, argv, said):
+    """R4: the refusal names the folder as the kernel reads it."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and said in one_line(err), err

@@ -7,7 +7,7 @@ import os
 
 # Trees that are the system's own all the way down: the one table lives with the entrypoint (stdlib only), whose
 # checkpoint folder rule judges by it too (walk10 B21/B22).
-from nodeweave.entrypoint.systemfolders import SYSTEM_TREES
+from nodeweave.entrypoint.systemfolders import SYSTEM_TREES, normal_path
 
 ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
@@ -32,7 +32,7 @@ def made_in_system_folder(path: str) -> "str | None":
     ``runs/`` made by bench run from ``/`` or ``/usr/local``, ``--runs-dir /runs``, ``--json-out /usr/local/runs/x.json``
     (replay10 R3: only the file's own folder was judged, so a new folder one level down passed). A folder that is
     there already (``/data``, a mount of the user's) is not judged here."""
-    made = os.path.abspath(path)
+    made = normal_path(os.path.abspath(path))  # //var/tmp/x is /var/tmp/x, a scratch folder's (replay11 R4)
     if os.path.lexists(made):
         return None
     while not os.path.lexists(os.path.dirname(made)) and os.path.dirname(made) != made:

@@ -178,9 +178,10 @@ def in_system_tree(path: Path) -> str:
     (``/usr/local/runs/x.json``: replay10 R3); a file in ``/tmp`` or ``/var/tmp`` is fine. Else ""."""
     import os
 
+    from nodeweave.entrypoint.systemfolders import normal_path
     from nodeweave.systemdirs import SCRATCH, SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
-    folder = Path(os.path.abspath(path)).parent
+    folder = Path(normal_path(os.path.abspath(path))).parent  # //usr/local/x.json: /usr/local (replay11 R4)
     for seen in (folder, folder.resolve()):
         tree = system_tree(str(seen))
         if tree is not None:
