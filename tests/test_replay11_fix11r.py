@@ -377,3 +377,22 @@ def test_a_doubled_leading_slash_is_said_as_the_folder_it_is(capsys, job_folder,
     """R4: the refusal names the folder as the kernel reads it."""
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and said in one_line(err), err
+
+
+# -- C7: runs/ refused for bench names bench's own option -----------------------------------------------------------
+
+@pytest.mark.parametrize("there", ["file", "dangling link"])
+@pytest.mark.parametrize("argv, option", [(["bench", "--dry-run", "--sizes", "1K"], "--json-out FILE"),
+                                          (["run", "--dry-run"], "--runs-dir DIR"),
+                                          (["check", "--dry-run"], "--runs-dir DIR")])
+def test_runs_beside_the_spec_refused_names_the_verbs_own_option(capsys, job_folder, there, argv, option):
+    """C7: a full runs/ refused bench with `a run's folder goes there; accepted: ..., or --runs-dir DIR`, an option
+    bench has not (its file goes where --json-out says)."""
+    runs = job_folder / "runs"
+    if there == "file":
+        runs.write_text("x\n")
+    else:
+        runs.symlink_to(job_folder / "nowhere")
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and "runs/ beside the spec" in line and line.endswith(f"or {option}"), line

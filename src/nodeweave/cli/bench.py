@@ -122,7 +122,8 @@ def bench(
             raise UsageError(f"{option_named('json_path', '--json-out', parent / DEFAULT_JSON_NAME, ctx)}: {made}"
                              f"{accepted}")
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
-            parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
+            parent = runs_parent(None, spec_here, writes=True, instead="--json-out FILE",  # path (bench has no
+                                 what="bench's result")  # --runs-dir to offer)
         json_path = default_json_path(Path(os.path.abspath(parent)))
         from nodeweave.cli.habits.output import file_to_write_problem
 
