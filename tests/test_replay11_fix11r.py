@@ -396,3 +396,39 @@ def test_runs_beside_the_spec_refused_names_the_verbs_own_option(capsys, job_fol
     code, out, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and "runs/ beside the spec" in line and line.endswith(f"or {option}"), line
+
+
+# -- R1: kubectl's -o=json spelling of a short option ---------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["-o=json", "validate"], ["validate", "-o=json"], ["runs", "-o=json", "ls"],
+                                  ["image", "variants", "-o=json"]])
+def test_a_short_option_with_equals_is_read_as_kubectl_reads_it(capsys, job_folder, argv):
+    """R1: `nodeweave -o=json validate` (and after the verb, and between group and sub-verb) was `--output '=json'
+    is not accepted: table, wide, json, yaml`, while -o json, -ojson and --output=json worked."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    json.loads(out)
+
+
+def short_options():
+    from cli_run import leaves
+
+    cases = set()
+    for words, command in leaves():
+        for param in command.params:
+            for name in getattr(param, "opts", ()):
+                if len(name) == 2 and getattr(param, "param_type_name", "") == "option":
+                    cases.add((" ".join(words), name, bool(param.is_flag or getattr(param, "count", False))))
+    return sorted(cases)
+
+
+@pytest.mark.parametrize("verb, name, flag", short_options())
+def test_every_short_option_with_equals_is_split_only_where_it_takes_a_value(verb, name, flag):
+    """R1: the class, every verb's short options: one taking a value reads `-X=v` as `-X v`; a flag is left to
+    click (whose refusal names it)."""
+    from cli_run import leaves
+    from nodeweave.cli.habits.base import short_options_with_equals
+
+    command = dict((" ".join(words), c) for words, c in leaves())[verb]
+    got = short_options_with_equals(command, [f"{name}=v", "--", f"{name}=w"])
+    assert got == ([f"{name}=v"] if flag else [name, "v"]) + ["--", f"{name}=w"]
