@@ -432,3 +432,23 @@ def test_every_short_option_with_equals_is_split_only_where_it_takes_a_value(ver
     command = dict((" ".join(words), c) for words, c in leaves())[verb]
     got = short_options_with_equals(command, [f"{name}=v", "--", f"{name}=w"])
     assert got == ([f"{name}=v"] if flag else [name, "v"]) + ["--", f"{name}=w"]
+
+
+# -- R2: a missing tool for an address names the address as typed and a spelling the verb takes ---------------------
+
+@pytest.mark.parametrize("argv", [["init", "--host", "{kind}:x", "--dry-run"],
+                                  ["hosts", "probe", "--node", "{kind}:x"]])
+@pytest.mark.parametrize("kind, tool, other", [("oc", "oc", "pod:NAME"), ("pod", "kubectl", "oc:NAME"),
+                                               ("podman", "podman", "docker:NAME"),
+                                               ("docker", "docker", "podman:NAME")])
+def test_a_missing_tool_for_an_address_offers_a_spelling_the_verb_takes(capsys, tmp_path, monkeypatch, argv, kind,
+                                                                        tool, other):
+    """R2: `init --host oc:x` without oc said `init --host pod:x reaches the hosts with it (install the OpenShift
+    client, or pass --kube-cli kubectl)`: pod:x for the oc:x typed, and init has no --kube-cli."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")
+    code, out, err = run_cli(capsys, *[w.format(kind=kind) for w in argv])
+    line = one_line(err)
+    assert code == 3 and f"{tool} is not on PATH" in line and f"{kind}:NAME addresses" in line, line
+    assert f"write the address {other}" in line and "--kube-cli" not in line and "--engine" not in line, line

@@ -39,6 +39,29 @@ INSTALL_HINTS = {
 }
 
 
+# For an address typed with its kind (init --host, hosts probe --node), the other spelling that reaches the same
+# node with another tool: the verb has no --kube-cli or --engine to offer (replay11 R2: init was told to pass
+# --kube-cli kubectl, which it has not, and named oc:x as pod:x).
+ADDRESS_HINTS = {
+    "oc": "install the OpenShift client, or write the address pod:NAME to reach the pod with kubectl",
+    "kubectl": "install kubectl, or write the address oc:NAME to reach the pod with oc",
+    "podman": "install podman, or write the address docker:NAME",
+    "docker": "install docker, or write the address podman:NAME",
+}
+
+
+def address_tool_missing(targets, verb: str) -> "str | None":
+    """The line for the first tool ``targets`` (remote.Remote) need that is not on PATH, or None: the addresses
+    named with their kind as typed (``oc:x``, not the ``pod:x`` a table shows) and another spelling to use."""
+    for target in targets:
+        if shutil.which(target.tool) is None:
+            kind = "pod" if target.kind == "kubectl" else target.kind
+            hint = ADDRESS_HINTS.get(target.tool) or INSTALL_HINTS.get(target.tool) or "install it"
+            return (f"{target.tool} is not on PATH; {verb} reaches {kind}:NAME addresses with it ({hint}, or reach "
+                    "the hosts another way)")
+    return None
+
+
 def need_tool(program: str, why: str) -> str:
     """The path of ``program``, or exit 3 naming it, why it is needed and how to get it."""
     found = shutil.which(program)
