@@ -452,3 +452,38 @@ def test_a_missing_tool_for_an_address_offers_a_spelling_the_verb_takes(capsys, 
     line = one_line(err)
     assert code == 3 and f"{tool} is not on PATH" in line and f"{kind}:NAME addresses" in line, line
     assert f"write the address {other}" in line and "--kube-cli" not in line and "--engine" not in line, line
+
+
+# -- R5: a note the executed plan says is said once -----------------------------------------------------------------
+
+def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, monkeypatch):
+    """R5: `run -- nosuch.py` said `nodeweave: note: nosuch.py is not in the workspace ...` and then the executed
+    plan said it again (`note: nosuch.py ...`); `up`'s notes and image build's wheelhouse line came twice the same
+    way. The executed plan says its notes (cluster.execute), so the verb says none of them itself."""
+    import nodeweave.cli.run as run_module
+    import nodeweave.cluster.onbackend as onbackend
+
+    monkeypatch.setattr(onbackend, "require_up", lambda *a, **k: None)
+    monkeypatch.setattr(onbackend, "refuse_busy", lambda *a, **k: None)
+    executed = []
+    monkeypatch.setattr(run_module, "_execute", lambda plan, *a, **k: executed.append(plan))
+    code, out, err = run_cli(capsys, "run", "--", "nosuch.py")
+    assert code == 0, err
+    assert "nosuch.py is not in the workspace" not in err, err
+    [plan] = executed
+    assert sum("nosuch.py is not in the workspace" in note for note in plan.notes) == 1, plan.notes
+
+
+@pytest.mark.parametrize("path, said", [("src/nodeweave/cli/run.py", "for line in said:"),
+                                        ("src/nodeweave/cli/cluster.py", "for line in said:"),
+                                        ("src/nodeweave/cli/image.py", "for note in prepared.notes:")])
+def test_no_verb_says_the_notes_of_the_plan_it_executes_itself(path, said):
+    """R5: the members: run (but --detach, whose plan runs in the background), up, image build."""
+    from cli_run import REPO
+
+    text = (REPO / path).read_text()
+    lines = [i for i, line in enumerate(text.splitlines()) if line.strip() == said]
+    if path.endswith("run.py"):  # the background run's: said before it detaches
+        assert len(lines) == 1 and "if detach:" in text.splitlines()[lines[0] - 1], lines
+    else:
+        assert not lines, lines

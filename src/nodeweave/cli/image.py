@@ -196,9 +196,7 @@ def build(
     if dry_run:
         show_plan(plan, fmt)  # its notes: what the build writes beside the Dockerfile, what would fail
         return
-    for note in prepared.notes:
-        console.print(note, style="dim", highlight=False)
-    try:
+    try:  # the notes are the plan's: execute says them once (replay11 R5: the wheelhouse line came twice)
         result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
     finally:  # done, failed or interrupted: the wheels linked in for it leave the user's folder (walk10 C12)
         prepared.clean_up()
