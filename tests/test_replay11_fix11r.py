@@ -487,3 +487,21 @@ def test_no_verb_says_the_notes_of_the_plan_it_executes_itself(path, said):
         assert len(lines) == 1 and "if detach:" in text.splitlines()[lines[0] - 1], lines
     else:
         assert not lines, lines
+
+
+# -- C14: docker's exec -it named as nodeweave shell ----------------------------------------------------------------
+
+def exec_habits():
+    from nodeweave.cli.habits.othertools import ELSEWHERE
+
+    return sorted({"-i", "-it", "--interactive", "--tty"} | {typed for verb, typed in ELSEWHERE if verb == "exec"})
+
+
+@pytest.mark.parametrize("typed", exec_habits())
+def test_exec_it_is_answered_with_nodeweave_shell(capsys, job_folder, typed):
+    """C14: `exec -it -- bash` got `'-i' is not an option of nodeweave exec; the command and its own options go after
+    --: ...`, though the command was after --; -it is docker's interactive habit, whose word is `nodeweave shell`."""
+    code, out, err = run_cli(capsys, "exec", typed, "--", "bash")
+    line = one_line(err)
+    assert code == 2 and "`nodeweave shell` opens an interactive shell" in line, line
+    assert "go after `--`" not in line, line
