@@ -505,3 +505,25 @@ def test_exec_it_is_answered_with_nodeweave_shell(capsys, job_folder, typed):
     line = one_line(err)
     assert code == 2 and "`nodeweave shell` opens an interactive shell" in line, line
     assert "go after `--`" not in line, line
+
+
+# -- B7: a run named by a path that is no folder is answered about that path ----------------------------------------
+
+@pytest.mark.parametrize("words", [["runs", "show"], ["logs", "--run"], ["dashboard", "--run"],
+                                   ["runs", "compare", "last"]])
+@pytest.mark.parametrize("what", ["file", "file of a run", "nothing"])
+def test_a_run_named_by_a_path_that_is_no_folder_is_answered_about_it(capsys, job_folder, words, what):
+    """B7: `runs show /tmp/replay11-b/n0.log` (an existing file) was answered about runs/: `no runs under ... yet
+    (nodeweave run makes them), so there is no run '/tmp/replay11-b/n0.log'`."""
+    run = job_folder / "runs" / "20261130T140001Z-proj"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"job": "proj", "run_id": "20261130T140001Z-proj", "nodes": []}\n')
+    path = {"file": job_folder / "n0.log", "file of a run": run / "node-0.log", "nothing": job_folder / "no" / "x"}[what]
+    if what != "nothing":
+        path.write_text("x\n")
+    code, out, err = run_cli(capsys, *words, str(path))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"nodeweave: error: {path} "), line
+    assert "no runs under" not in line and "no run '" not in line, line
+    if what == "file of a run":
+        assert f"of run 20261130T140001Z-proj, not a run folder; give the run's folder, {run}" in line, line
