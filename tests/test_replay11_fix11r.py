@@ -527,3 +527,20 @@ def test_a_run_named_by_a_path_that_is_no_folder_is_answered_about_it(capsys, jo
     assert "no runs under" not in line and "no run '" not in line, line
     if what == "file of a run":
         assert f"of run 20261130T140001Z-proj, not a run folder; give the run's folder, {run}" in line, line
+
+
+# -- B20: validate says what each node's --explain says of an elastic range without restarts ------------------------
+
+@pytest.mark.parametrize("launcher, restarts, said", [("torchrun", "", True), ("torchrun", "  max_restarts: 2\n", False),
+                                                      ("command", "", False)])
+def test_validate_says_an_elastic_job_ends_at_the_first_lost_node(capsys, job_folder, launcher, restarts, said):
+    """B20: `nodes: "1:2"` without launcher.max_restarts: each node's --explain said `a lost node ends the job`,
+    while validate said only `torchrun admits more up to 2 as they join`."""
+    (job_folder / "e.yaml").write_text(f'name: m\nimage: {{variant: cpu}}\nnodes: "1:2"\nlauncher:\n  type: {launcher}\n'
+                                       f"  script: train.py\n{restarts}")
+    code, out, err = run_cli(capsys, "validate", "--spec", "e.yaml")
+    if launcher == "command":  # an elastic range needs torchrun: refused, no note
+        assert code == 2, err
+        return
+    assert code == 0, err
+    assert ("nodes: nnodes 1:2 without a restart count" in err and "a lost node ends the job" in err) == said, err

@@ -411,6 +411,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         metrics=watched,
         notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,
                      watched, fewest=nodes.min)
+        + _elastic_notes(nodes, launcher, restarts)
         + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
     )
 
@@ -487,6 +488,21 @@ def _checkpoint_dir_apart(r: Reader, top: Fields, folder: str, script: str, work
 def _given_fields(r: Reader, top: Fields, section: str) -> set:
     """The fields of ``section`` the spec writes (not null): a default and a value written out read alike."""
     return {k for k, _, v in r.mapping(top.get(section), section, "a mapping") if not r.is_null(v)}
+
+
+def _elastic_notes(nodes, launcher, restarts) -> tuple:
+    """The entrypoint's own line for an elastic range that ends at the first lost node (no recovery, no restart
+    count: ``planning.launch.elastic_ends_at_first_loss``), said by validate and up as each node's --explain says it
+    (replay11 B20: validate said only "torchrun admits more up to MAX as they join")."""
+    from types import SimpleNamespace
+
+    from nodeweave.entrypoint.planning.launch import elastic_ends_at_first_loss
+
+    values = {"recovery": restarts.enabled, "max_restarts": launcher.max_restarts, "launcher_options": launcher.options}
+    settings = SimpleNamespace(get=values.get, source=lambda key: "the default")
+    topo = SimpleNamespace(elastic=nodes.elastic, nnodes_min=nodes.min, nnodes_max=nodes.max)
+    line = elastic_ends_at_first_loss(settings, topo, launcher.type)
+    return (f"nodes: {line}",) if line else ()
 
 
 def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str, training: int,
