@@ -544,3 +544,22 @@ def test_validate_says_an_elastic_job_ends_at_the_first_lost_node(capsys, job_fo
         return
     assert code == 0, err
     assert ("nodes: nnodes 1:2 without a restart count" in err and "a lost node ends the job" in err) == said, err
+
+
+# -- B23: runs show -o wide shows every column ----------------------------------------------------------------------
+
+def test_runs_show_wide_shows_what_the_table_leaves_out(capsys, job_folder):
+    """B23: `runs show last -o wide` printed the table byte for byte, though --help says `wide (every column)` and
+    the JSON held each node's cause and the run's env, which the table lacks."""
+    run = job_folder / "runs" / "20261130T140001Z-proj"
+    run.mkdir(parents=True)
+    (run / "node-0.log").write_text("step 1\nTraceback (most recent call last):\nValueError: bad lr\nlast words\n")
+    (run / "run.json").write_text(json.dumps({
+        "job": "proj", "run_id": "20261130T140001Z-proj", "command": ["train.py"], "env": {"LR": "3e-4"},
+        "summary": "1 of 1 node(s) failed", "nodes": [{"node": 0, "exit_code": 1, "log": "node-0.log",
+                                                        "started": 1.0, "ended": 2.0}]}))
+    code, table, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0, err
+    code, wide, err = run_cli(capsys, "runs", "show", "last", "-o", "wide")
+    assert code == 0, err
+    assert wide != table and "LR=3e-4" in wide and "LR=3e-4" not in table, wide
