@@ -563,3 +563,24 @@ def test_runs_show_wide_shows_what_the_table_leaves_out(capsys, job_folder):
     code, wide, err = run_cli(capsys, "runs", "show", "last", "-o", "wide")
     assert code == 0, err
     assert wide != table and "LR=3e-4" in wide and "LR=3e-4" not in table, wide
+
+
+# -- C1: a dry run says the real run would meet a run in progress ---------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["run", "--dry-run", "--", "train.py"], ["check", "--dry-run"],
+                                  ["run", "--sweep", "X=1,2", "--dry-run", "--", "train.py"]])
+def test_a_dry_run_says_the_run_in_progress_the_real_one_refuses(capsys, job_folder, monkeypatch, argv):
+    """C1: with a run in progress, `run` and `check` end with exit 3 (`run ... is in progress on node-0, node-1`),
+    but `run --dry-run`, `check --dry-run` and `run --sweep X=1,2 --dry-run` printed a clean plan with no word of
+    it, as they say `the real run would end with exit 3: ... is not up` when the nodes are down."""
+    import nodeweave.cli.habits.clusteropts as clusteropts
+    import nodeweave.cluster.onbackend as onbackend
+
+    monkeypatch.setattr(clusteropts, "first_refusal", lambda backend: None)
+    monkeypatch.setattr(onbackend, "down_line", lambda *a, **k: None)
+    monkeypatch.setattr(onbackend, "runs_in_progress", lambda backend, nodes: [
+        (node, {"run_id": "20261130T174353Z-proj", "started": 0}) for node in nodes])
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    verb = argv[0]
+    assert f"the real {verb} would end with exit 3: run 20261130T174353Z-proj is in progress on" in out, out
