@@ -113,7 +113,7 @@ def test_a_folder_option_naming_a_home_itself_is_refused(capsys, monkeypatch, jo
                                         ("/srv/me/proj", ""), ("/srv", "")])
 def test_the_one_judge_of_a_home(monkeypatch, path, home):
     """A3, A22: one judge of a home for every path nodeweave writes into, mounts or sends."""
-    from nodeweave.remote.names import a_home
+    from nodeweave.systemdirs import a_home
 
     monkeypatch.setenv("HOME", "/srv/me")
     assert a_home(path) == home

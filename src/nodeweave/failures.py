@@ -240,12 +240,12 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
     """Why the absolute ``path`` is no folder for nodeweave to write into, or None: the one rule of every option
     and variable naming such a folder (``--out``, ``--runs-dir``, ``--wheelhouse``, ``doctor --capture``,
     ``image build --context``, NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system
-    folder, nor a home itself (``remote.names.a_home``: replay11 A3), as written and where links lead; nor inside
+    folder, nor a home itself (``systemdirs.a_home``: replay11 A3), as written and where links lead; nor inside
     ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
     ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
     and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
-    from nodeweave.remote.names import a_home
+    from nodeweave.systemdirs import a_home
     from nodeweave.systemdirs import SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     probe = path

@@ -159,13 +159,13 @@ def optional_container_path(r: Reader, fields: Fields, key: str, default: str) -
 def home_handed(value: str, base_dir=None) -> Optional[str]:
     """What of a home the host folder ``value`` (absolute, ``~/...``, or relative to ``base_dir``, the spec's
     folder) would hand every node, as written and where links lead, or None: a home itself by its path
-    (``/home/lab``, this user's own ``$HOME`` or passwd home wherever it is: ``remote.names.a_home``, the judge
+    (``/home/lab``, this user's own ``$HOME`` or passwd home wherever it is: ``systemdirs.a_home``, the judge
     sync's SRC and workspace.host_path use), or the folder homes are in (``/home``, ``/Users``), above every home's
     keys (replay11 A22: ``~`` was refused and ``/tmp/me``, the same home by its path, was mounted)."""
     import os
     import posixpath
 
-    from nodeweave.remote.names import HOMES, a_home
+    from nodeweave.systemdirs import HOMES, a_home
 
     if value.startswith("~"):
         path = os.path.expanduser(value)
