@@ -177,7 +177,7 @@ def test_every_per_verb_flag_that_does_nothing_is_refused_before_anything_is_rea
     (job_folder / "runs").mkdir()
     (job_folder / "hosts.txt").write_text("gpu01\ngpu02\n")
     for words, argv, words_said, _ in cases:
-        tail = ["--", "train.py"] if words[0] in ("run", "exec") else []
+        tail = ["--", "train.py"] if words[0] in ("run", "exec") else ["a", "b"] if words[-1] == "compare" else []
         code, out, err = run_cli(capsys, *words, *argv, *tail)
         line = one_line(err)
         assert code == EXIT_USAGE and words_said in line and ("give one of them" in line or "leave" in line), line

@@ -195,8 +195,10 @@ def test_an_output_option_never_replaces_a_users_file_of_its_format(capsys, team
 
 
 def test_bench_replaces_its_own_earlier_result(capsys, team):
+    """With --force (replay11 A27: without it an earlier result is refused, as init's spec and hosts probe's
+    hostfile are)."""
     (team / "b.json").write_text('{"schema": "nodeweave.bench/1", "sweep": [], "ranking": [], "runs": []}\n')
-    code, _, err = run_cli(capsys, "bench", "--dry-run", "--json-out", "b.json")
+    code, _, err = run_cli(capsys, "bench", "--dry-run", "--json-out", "b.json", "--force")
     assert code == 0, err
 
 

@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+from nodeweave.entrypoint.errors import CWD_GONE, cwd_gone  # one rule for both programs (replay11 A30)
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 # klog's prefix (kubectl, oc): "E1126 17:39:33.784620   22043 memcache.go:265] ..."
@@ -36,6 +37,29 @@ INSTALL_HINTS = {
     "ssh": "install the OpenSSH client",
     "rsync": "install rsync, or pass --method tar",
 }
+
+
+# For an address typed with its kind (init --host, hosts probe --node), the other spelling that reaches the same
+# node with another tool: the verb has no --kube-cli or --engine to offer (replay11 R2: init was told to pass
+# --kube-cli kubectl, which it has not, and named oc:x as pod:x).
+ADDRESS_HINTS = {
+    "oc": "install the OpenShift client, or write the address pod:NAME to reach the pod with kubectl",
+    "kubectl": "install kubectl, or write the address oc:NAME to reach the pod with oc",
+    "podman": "install podman, or write the address docker:NAME",
+    "docker": "install docker, or write the address podman:NAME",
+}
+
+
+def address_tool_missing(targets, verb: str) -> "str | None":
+    """The line for the first tool ``targets`` (remote.Remote) need that is not on PATH, or None: the addresses
+    named with their kind as typed (``oc:x``, not the ``pod:x`` a table shows) and another spelling to use."""
+    for target in targets:
+        if shutil.which(target.tool) is None:
+            kind = "pod" if target.kind == "kubectl" else target.kind
+            hint = ADDRESS_HINTS.get(target.tool) or INSTALL_HINTS.get(target.tool) or "install it"
+            return (f"{target.tool} is not on PATH; {verb} reaches {kind}:NAME addresses with it ({hint}, or reach "
+                    "the hosts another way)")
+    return None
 
 
 def need_tool(program: str, why: str) -> str:
@@ -215,11 +239,13 @@ def _full(probe: Path) -> "str | None":
 def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = False) -> "str | None":
     """Why the absolute ``path`` is no folder for nodeweave to write into, or None: the one rule of every option
     and variable naming such a folder (``--out``, ``--runs-dir``, ``--wheelhouse``, ``doctor --capture``,
-    NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system folder (as written and
-    where links lead), nor inside ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
+    ``image build --context``, NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system
+    folder, nor a home itself (``systemdirs.a_home``: replay11 A3), as written and where links lead; nor inside
+    ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
     ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
     and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
+    from nodeweave.systemdirs import a_home
     from nodeweave.systemdirs import SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
     probe = path
@@ -239,6 +265,11 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
     made = None if system_ok else made_in_system_folder(str(path))  # the system's trees said first, as the more exact
     if made:
         return made
+    for seen in dict.fromkeys((str(path), str(real))):  # as written, and where links lead
+        home = "" if system_ok else a_home(seen)
+        if home:  # replay11 A3: `render all --out ~` wrote compose/, images/, .nodeweave/ ... among the home's own
+            return (f"{seen} is {home}, where nodeweave's files would lie among the home's own (its keys, tokens "
+                    "and dotfiles): name a folder in it (~/proj)")
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
     store = None if runs_ok else runs_store(path) or runs_store(real)
@@ -320,26 +351,10 @@ def from_os_error(err: OSError) -> NodeweaveError:
             hint = INSTALL_HINTS.get(os.path.basename(program))
             return EnvironmentProblem(f"{program} is not on PATH" + (f"; {hint}" if hint else ""))
         return EnvironmentProblem(f"cannot run {program}: {err.strerror or err}")
-    if err.filename is None and isinstance(err, FileNotFoundError) and _cwd_gone():
+    if cwd_gone(err):
         return UsageError(CWD_GONE)
     where = f" {err.filename}" if err.filename else ""
     return UsageError(f"cannot use{where}: {err.strerror or err}")
-
-
-# What a path-less "No such file or directory" is when the current folder itself is gone (walk10 A30: `cannot use:
-# No such file or directory` from validate, runs ls, init after another terminal's `rm -rf` or a `git checkout`).
-CWD_GONE = ("the current folder no longer exists (it was removed after this shell entered it): cd to the project "
-            "again (or give paths that do not depend on it)")
-
-
-def _cwd_gone() -> bool:
-    try:
-        os.getcwd()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def _raised_by_exec(err: BaseException) -> bool:

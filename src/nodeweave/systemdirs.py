@@ -1,13 +1,14 @@
 """The folders no verb may write nodeweave's files into or sync over: ``/``, system folders, mount roots and the
-parents of homes, and anything inside the system's own trees. A leaf (it imports only the entrypoint's stdlib table
+parents of homes, and anything inside the system's own trees; and the one judge of a home (``a_home``). A leaf (it imports only the entrypoint's stdlib table
 of system trees), so the path judges of every room (sync's DEST, --remote-dir, --runs-dir, render --out) share it.
 """
 
 import os
+import posixpath
 
 # Trees that are the system's own all the way down: the one table lives with the entrypoint (stdlib only), whose
 # checkpoint folder rule judges by it too (walk10 B21/B22).
-from nodeweave.entrypoint.systemfolders import SYSTEM_TREES
+from nodeweave.entrypoint.systemfolders import SYSTEM_TREES, normal_path
 
 ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
@@ -32,7 +33,7 @@ def made_in_system_folder(path: str) -> "str | None":
     ``runs/`` made by bench run from ``/`` or ``/usr/local``, ``--runs-dir /runs``, ``--json-out /usr/local/runs/x.json``
     (replay10 R3: only the file's own folder was judged, so a new folder one level down passed). A folder that is
     there already (``/data``, a mount of the user's) is not judged here."""
-    made = os.path.abspath(path)
+    made = normal_path(os.path.abspath(path))  # //var/tmp/x is /var/tmp/x, a scratch folder's (replay11 R4)
     if os.path.lexists(made):
         return None
     while not os.path.lexists(os.path.dirname(made)) and os.path.dirname(made) != made:
@@ -64,3 +65,52 @@ CLUSTER_NAMESPACES_TEXT = "not one of the cluster's own (kube-system, kube-publi
 def cluster_namespace(name: str) -> bool:
     """``name`` is a namespace the cluster keeps for itself: no job's objects, claim or Pod Security label go there."""
     return name in CLUSTER_NAMESPACES or name.startswith(CLUSTER_NAMESPACE_PREFIXES)
+
+
+# Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
+HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
+
+
+def home_itself(path: str) -> bool:
+    """``path`` (absolute, normalised) is a home or a user's mount root itself (``/home/me``, ``/Users/me``)."""
+    return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in HOMES
+
+
+def own_homes() -> "dict[str, str]":
+    """This user's real home folders on this machine, wherever they are: ``$HOME`` and the passwd entry's home
+    (``/root``, ``/tmp/x``, ``/srv/me``), each as written and where links lead, to how it is named (walk9 A27: a
+    ``$HOME`` outside /home, /Users and /var/home was taken as a workspace). ``/`` is never one (a home of ``/``
+    is a system folder already)."""
+    import os
+
+    named = {}
+    try:
+        import pwd
+
+        named[pwd.getpwuid(os.getuid()).pw_dir] = "your home folder (the passwd entry's)"
+    except (ImportError, KeyError, OSError):
+        pass
+    home = os.environ.get("HOME") or ""
+    if home.strip():
+        named[home] = "your home folder ($HOME)"  # $HOME's name wins: it is the one the shell's ~ means
+    found = {}
+    for path, how in named.items():
+        if not path.startswith("/"):
+            continue
+        for seen in (path, os.path.realpath(path)):
+            normal = "/" + "/".join(p for p in seen.split("/") if p)
+            if normal != "/":
+                found[normal] = how
+    return found
+
+
+def a_home(path: str) -> str:
+    """What ``path`` (absolute) is when it is a home or a user's mount root itself, as it reads in a refusal (``a
+    home itself``; ``a home itself, your home folder ($HOME)`` for this user's own wherever it is: walk9 A27), else
+    "". The one judge of a home for every path nodeweave sends, mounts or writes its files into: sync's SRC, the
+    spec's workspace and volumes, and every folder option (``failures.own_folder_problem``: replay11 A3, A22)."""
+    normal = "/" + "/".join(p for p in path.split("/") if p)
+    own = own_homes().get(normal)
+    if own is not None:  # this user's home, wherever it is ($HOME=/srv/me, /root)
+        return f"a home itself, {own}"
+    return "a home itself" if home_itself(normal) else ""  # /home/me, /Users/me: ~ itself as DEST is refused the same

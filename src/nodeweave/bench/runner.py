@@ -172,8 +172,11 @@ def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: P
         phases.append(CommandsPhase(f"launch {label_for(point)}", steps=(Step(
             f"launch {label_for(point)} (at most {config.timeout_s:g} s)",
             tuple(worker_command(config, f"{SCRATCH}/rank0.json")), env=env, timeout=config.timeout_s),)))
-    files = (PlannedFile(str(json_path), "every number, when a launch measured any"),)
-    files += (PlannedFile(str(plot), "busbw against size"),) if plot is not None else ()
+    def replacing(path: Path) -> str:  # an existing one is here only with --force: said as hosts probe's plan says it
+        return "; replaces the existing file (--force)" if path.is_file() else ""
+
+    files = (PlannedFile(str(json_path), "every number, when a launch measured any" + replacing(json_path)),)
+    files += (PlannedFile(str(plot), "busbw against size" + replacing(plot)),) if plot is not None else ()
     phases.append(FilesPhase("write the results", files=files))
     return Plan("bench", "this machine", tuple(phases),
                 (f"{len(phases) - 1} launch(es) on this node, one after another, {config.nproc} process(es) each",))

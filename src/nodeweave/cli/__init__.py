@@ -244,8 +244,8 @@ VERB_FLAGS = ("--json",)
 def verb_options_first(argv: "list[str]") -> "list[str]":
     """``-o json status`` as ``status -o json``, and ``runs -o json ls`` as ``runs ls -o json``: the verb's own
     options, typed before it or between a group and its sub-verb, moved after it."""
-    argv = _leading_options_moved(argv)
     verb_option_typed_first(argv)
+    argv = _leading_options_moved(argv)
     if argv[:1] and argv[0] in GROUPS:
         group_end = 1
         while group_end < len(argv) and argv[group_end] in GROUPS[argv[0]]:
@@ -312,24 +312,53 @@ ROOT_OPTIONS = ("--version", "--help", "-h")
 
 
 def verb_option_typed_first(argv: "list[str]") -> None:
-    """Refuse an option of a verb typed before it (``nodeweave -n ml run --dry-run``, walk10 A25), naming where it
-    goes, where a verb follows; the root knew only its own options and answered "no such option: -n". The options
-    every verb reads the same way (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) are moved, not refused
+    """Refuse an option of a verb typed before it (``nodeweave -n ml run --dry-run``, walk10 A25), or of a sub-verb
+    typed between its group and it (``nodeweave image --dry-run build``, replay11 A25), naming where it goes, where
+    a (sub-)verb follows; the root and the group knew only their own options and answered "no such option". The
+    options every verb reads the same way (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) are moved, not refused
     (``verb_options_first``)."""
-    if not argv or not argv[0].startswith("-") or argv[0] in ROOT_OPTIONS or argv[0] == "-":
-        return
-    verb_at = next((i for i, word in enumerate(argv) if word in VERBS), None)
-    if verb_at is None or any(word in ROOT_OPTIONS for word in argv[:verb_at]):
-        return
+    group_at, start, verbs = None, 0, VERBS
+    while True:
+        at = _past_moved(argv, start)
+        if at >= len(argv):
+            return
+        word = argv[at]
+        if word in verbs:
+            if group_at is None and word in GROUPS:  # a group: its sub-verb's options are judged the same way
+                group_at, start, verbs = at, at + 1, GROUPS[word]
+                continue
+            return
+        if not word.startswith("-") or word in ROOT_OPTIONS or word == "-":
+            return
+        verb_at = next((i for i in range(at, len(argv)) if argv[i] in verbs), None)
+        if verb_at is None or any(typed in ROOT_OPTIONS for typed in argv[at:verb_at]):
+            return
+        break
     verb_end = verb_at + 1
-    while verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[verb_at], ()):
+    while group_at is None and verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[verb_at], ()):
         verb_end += 1
-    typed = argv[:verb_at]
-    verb = " ".join(argv[verb_at:verb_end])
-    example = " ".join(shlex_quote(word) for word in ["nodeweave", *argv[verb_at:verb_end], *typed, *argv[verb_end:]])
-    raise UsageError(f"{typed[0]} is not an option of nodeweave itself: a verb's options go after the verb (only "
-                     f"-o/--output, --spec and --json may come before it); accepted: `{example}` "
-                     f"(`nodeweave {verb} --help` lists {verb}'s options)")
+    above = [] if group_at is None else [argv[group_at]]
+    typed = [w for i, w in enumerate(argv[:verb_at]) if i != group_at]
+    verb = " ".join([*above, *argv[verb_at:verb_end]])
+    example = " ".join(shlex_quote(w) for w in ["nodeweave", *above, *argv[verb_at:verb_end], *typed, *argv[verb_end:]])
+    whose, goes = (("nodeweave itself", "a verb's options go after the verb") if group_at is None else
+                   (f"nodeweave {above[0]}", "a sub-verb's options go after the sub-verb"))
+    raise UsageError(f"{word} is not an option of {whose}: {goes} (only -o/--output, --spec and --json may come "
+                     f"before it); accepted: `{example}` (`nodeweave {verb} --help` lists {verb}'s options)")
+
+
+def _past_moved(argv: "list[str]", index: int) -> int:
+    """The index of the first word at or after ``index`` that is not an option ``verb_options_first`` moves."""
+    while index < len(argv):
+        word = argv[index]
+        name = _option_name(word)
+        if name in VERB_OPTIONS_WITH_VALUE and "=" not in word and word in VERB_OPTIONS_WITH_VALUE:
+            index += 2
+        elif name in VERB_OPTIONS_WITH_VALUE or word in VERB_FLAGS:
+            index += 1
+        else:
+            break
+    return index
 
 
 def shlex_quote(word: str) -> str:

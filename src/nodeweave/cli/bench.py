@@ -73,6 +73,8 @@ def bench(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the launches (baseline and each sweep point) and "
                                  "the files they write; start nothing"),
+    force: bool = typer.Option(False, "--force", help="replace an earlier bench result at --json-out (or chart at "
+                               "--plot); without it an existing one is refused, never lost"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
     from nodeweave.usertext import console as people_console
@@ -100,7 +102,7 @@ def bench(
         from nodeweave.runs.chart import check_chart_path
 
         check_chart_path(plot, "--plot")
-        refuse_foreign_file(plot, "--plot", "chart")
+        refuse_foreign_file(plot, "--plot", "chart", force=force)
     default_out = json_path is None
     if default_out:  # runs/ beside the spec, as run, check and runs ls read it; judged by their rule (runs_parent)
         from nodeweave.cli.habits.output import runs_parent
@@ -120,7 +122,8 @@ def bench(
             raise UsageError(f"{option_named('json_path', '--json-out', parent / DEFAULT_JSON_NAME, ctx)}: {made}"
                              f"{accepted}")
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
-            parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
+            parent = runs_parent(None, spec_here, writes=True, instead="--json-out FILE",  # path (bench has no
+                                 what="bench's result")  # --runs-dir to offer)
         json_path = default_json_path(Path(os.path.abspath(parent)))
         from nodeweave.cli.habits.output import file_to_write_problem
 
@@ -129,10 +132,10 @@ def bench(
             raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}{accepted}")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
-    refuse_foreign_file(json_path, "--json-out", "bench",
+    refuse_foreign_file(json_path, "--json-out", "bench", force=force,
                         subject=option_named("json_path", "--json-out", json_path, ctx))
-    if plot is not None:
-        refuse_foreign_file(plot, "--plot", "chart")
+    if plot is not None:  # the default beside an explicit --json-out too: an earlier chart there is kept
+        refuse_foreign_file(plot, "--plot", "chart", force=force)
     for note in assignment_notes(axes, {}, runs=False):  # after every refusal: a refusal is the one line
         tell(f"note: {note}")
     err_console = people_console(stderr=True)

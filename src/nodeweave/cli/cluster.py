@@ -107,8 +107,7 @@ def up_command(
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
-    for line in said:
-        typer.echo(f"nodeweave: {line}", err=True)
+    # the notes in ``said`` are the plan's: execute says them once, as every executed plan's (replay11 R5)
     # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
     checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
                           then="the nodes stay up (`nodeweave down` takes them down)")

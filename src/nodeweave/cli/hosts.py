@@ -7,7 +7,6 @@ name of ``--write-hostfile``) still works for one release, with a note.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -78,8 +77,9 @@ def probe_command(
         from nodeweave.remote import check_ssh_host
 
         check_ssh_host(master, "--master")
-    missing = [f"{tool} is not on PATH; install it or reach the hosts another way (--node KIND:NAME)"
-               for tool in sorted({t.tool for t in found}) if shutil.which(tool) is None]
+    from nodeweave.failures import address_tool_missing
+
+    missing = [line for line in [address_tool_missing(found, "hosts probe --node")] if line]
     if dry_run:  # what the real probe would meet first is noted, as every dry run notes it
         from dataclasses import replace
 
@@ -176,9 +176,7 @@ def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path
     if path is not None:
         from nodeweave.cli.habits.replace import refuse_foreign_file
 
-        refuse_foreign_file(path, "--write-hostfile", "hostfile")
-    if path is not None and path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
+        refuse_foreign_file(path, "--write-hostfile", "hostfile", force=force)
     return path
 
 

@@ -35,8 +35,9 @@ def _parse_build_args(values: List[str]) -> dict:
     return parsed
 
 
-# build args an option of `image build` sets: (the option, whether the arg's value is the option's value or a switch)
-OPTION_BUILD_ARGS = {"BASE_IMAGE": "--base", "PIP_NO_INDEX": "--offline"}
+# build args an option of `image build` sets: the option, and what both set
+OPTION_BUILD_ARGS = {"BASE_IMAGE": ("--base", "the base image"),
+                     "PIP_NO_INDEX": ("--offline", "whether pip may use the index (--offline: the wheelhouse only)")}
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 
@@ -44,14 +45,20 @@ _FALSE = ("0", "false", "no", "off", "")
 def _options_spelt_as_build_args(build_args: dict, base: Optional[str], offline: bool) -> "tuple[Optional[str], bool]":
     """(base, offline) with ``--build-arg BASE_IMAGE=...`` read as ``--base`` and ``--build-arg PIP_NO_INDEX=1`` as
     ``--offline``, the options that set them, so the by-hand spelling gets the option's checks and plan (the
-    wheelhouse's contents checked for an offline build, the base named); both spellings at odds: refused (walk10 A21:
-    ``--base`` silently won over the build arg; replay10 A5: PIP_NO_INDEX=1 skipped the wheelhouse check and the
-    plan said "then the index"). Pops them from ``build_args``."""
+    wheelhouse's contents checked for an offline build, the base named). Both spellings given: refused, whatever
+    their values, as a repeated --build-arg or -e is even with the same value (walk10 A21: ``--base`` silently won
+    over the build arg; replay11 A21: the same base twice, or PIP_NO_INDEX=1 with --offline, passed). Pops them
+    from ``build_args``."""
+    given_options = {"--base": None if base is None else f"--base {base}", "--offline": "--offline" if offline else None}
+    for arg, (option, what) in OPTION_BUILD_ARGS.items():
+        if arg in build_args and given_options[option]:
+            value = build_args[arg]
+            opposite = arg == "PIP_NO_INDEX" and value.strip().lower() in _FALSE
+            said = "say opposite things" if opposite else f"both set {what}"
+            raise UsageError(f"--build-arg {arg}={value} and {given_options[option]} {said}; accepted: one of them "
+                             f"({option} is nodeweave's spelling)")
     if "BASE_IMAGE" in build_args:
         given = build_args.pop("BASE_IMAGE")
-        if base is not None and given != base:
-            raise UsageError(f"--build-arg BASE_IMAGE={given} and --base {base} both set the base image; accepted: "
-                             "one of them (--base is nodeweave's spelling)")
         if not given:
             raise UsageError("--build-arg BASE_IMAGE= is empty; accepted: --base IMAGE (or leave both out for the "
                              "variant's base, or the spec's image.base)")
@@ -63,10 +70,7 @@ def _options_spelt_as_build_args(build_args: dict, base: Optional[str], offline:
         if given not in _TRUE + _FALSE:
             raise UsageError(f"--build-arg PIP_NO_INDEX={given!r} is not accepted: --offline (pip uses the wheelhouse "
                              "only), or leave it out (pip looks in the wheelhouse, then the index)")
-        if given in _FALSE and offline:
-            raise UsageError(f"--build-arg PIP_NO_INDEX={given} and --offline say opposite things; accepted: one of "
-                             "them (--offline is nodeweave's spelling)")
-        offline = offline or given in _TRUE
+        offline = given in _TRUE
     return base, offline
 
 
@@ -115,8 +119,8 @@ def build(
                                          "docker's BuildKit takes default, host or none)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
     build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args; "
-                                          "BASE_IMAGE=... is read as --base and PIP_NO_INDEX=1 as --offline (at odds "
-                                          "with them: refused); a KEY "
+                                          "BASE_IMAGE=... is read as --base and PIP_NO_INDEX=1 as --offline (beside "
+                                          "them, even with the same value: refused); a KEY "
                                           "the Dockerfile declares no ARG for (the proxies aside), a secret-looking "
                                           "KEY (*TOKEN*, *PASSWORD*, ...) or a URL with user:password@ is refused: no "
                                           "step would see it, or ps would"),
@@ -192,9 +196,7 @@ def build(
     if dry_run:
         show_plan(plan, fmt)  # its notes: what the build writes beside the Dockerfile, what would fail
         return
-    for note in prepared.notes:
-        console.print(note, style="dim", highlight=False)
-    try:
+    try:  # the notes are the plan's: execute says them once (replay11 R5: the wheelhouse line came twice)
         result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
     finally:  # done, failed or interrupted: the wheels linked in for it leave the user's folder (walk10 C12)
         prepared.clean_up()

@@ -83,7 +83,8 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: 
     """Every host probed at once (``hosts probe``); all must answer and share one GPU vendor. A pod's namespace,
     container and kubeconfig context are read as ``hosts probe`` and ``sync`` read them (walk10 A29)."""
     from nodeweave import remote
-    from nodeweave.failures import need_tool
+    from nodeweave.errors import EnvironmentProblem
+    from nodeweave.failures import address_tool_missing
     from nodeweave.hosts import probe_hosts
 
     kind = remote.kind_class(via, "--via").kind
@@ -94,7 +95,9 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: 
 
     refuse_idle_transport_flags([type(t) for t in targets], "hosts", namespace=namespace, container=container,
                                 kube_context=kube_context)
-    need_tool(targets[0].tool, f"init --host {targets[0].label} reaches the hosts with it")
+    missing = address_tool_missing(targets, "init --host")
+    if missing:
+        raise EnvironmentProblem(missing)
     reports = probe_hosts(targets)
     from nodeweave.hosts import unanswered
 
@@ -393,11 +396,9 @@ def refuse_replacing(path: Path, script: str, force: bool, out_named: str) -> No
     from nodeweave.specpath import spec_folder
 
     folder = spec_folder(path)
-    refuse_foreign_file(path, "--out", "spec", subject=out_named, also_not={
+    refuse_foreign_file(path, "--out", "spec", subject=out_named, force=force, also_not={
         folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
         folder / script: f"the training script the new spec runs (launcher.script {script})"})
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists (a spec); pass --force to replace it, or --out another file")
 
 
 def node_count(text) -> int:

@@ -171,9 +171,9 @@ def run_command(
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "run")
         return
-    for line in said:
-        typer.echo(f"nodeweave: {line}", err=True)
-    if detach:
+    if detach:  # the plan is executed in the background run: its notes are said here (executed, the plan says them)
+        for line in said:
+            typer.echo(f"nodeweave: {line}", err=True)
         from nodeweave.cli.habits.detach import detach_run
 
         detach_run(parent, as_json or is_data(fmt))

@@ -145,6 +145,8 @@ def compare_command(
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", callback=output_file, help="Also write the chart to this .png or .svg "
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
+    force: bool = typer.Option(False, "--force", help="replace an earlier chart at --chart; without it an existing "
+                               "one is refused, never lost"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Runs side by side: result, seconds, goodput, the metric per run and per node, the best marked, charted."""
@@ -160,7 +162,7 @@ def compare_command(
         from nodeweave.cli.habits.replace import refuse_foreign_file
 
         check_chart_path(chart)
-        refuse_foreign_file(chart, "--chart", "chart")
+        refuse_foreign_file(chart, "--chart", "chart", force=force)
     if metric is not None:  # judged before any run is read, as the chart
         from nodeweave.cluster.sweep import compile_metric
 
@@ -297,15 +299,22 @@ def _print_run(shown: dict, wide: bool) -> None:
     out.print(f"{shown['run']}: {shown['state']}; {command or '-'} on {known(shown['target'])} "
               f"(started {known(shown['started'])}, {known(shown['seconds'])} s)", highlight=False, markup=False)
     table = Table(title_justify="left")
-    columns = ["node", "exit_code", "seconds", "commit", "last_line"]
+    columns = ["node", "exit_code", "seconds", "commit", "last_line"] + (["cause"] if wide else [])
     for column in columns:
         table.add_column(column.replace("_", " "), overflow="fold", no_wrap=column == "commit" and wide)
     for node in shown["nodes"]:
         commit = node["commit"] or "-"
-        table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]),
-                        commit if wide else commit[:12],
+        if wide:  # every column (replay11 B23: wide was the table, byte for byte): the last line and the cause apart
+            table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]), commit,
+                            node["last_line"] or "-", node.get("cause") or "-"])
+            continue
+        table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]), commit[:12],
                         f"the cause: {node['cause']}" if node.get("cause") else node["last_line"] or "-"])
     out.print(table)
+    if wide:  # the record's fields the table leaves out
+        env = shown.get("env") or {}
+        shown_env = " ".join(f"{k}={v}" for k, v in env.items()) if isinstance(env, dict) else known(env)
+        out.print(f"env: {shown_env or '-'}; summary: {known(shown.get('summary'))}", highlight=False, markup=False)
     for line in _recovery_lines(shown.get("recovery")):
         out.print(line, highlight=False, markup=False)
     for line in goodput_lines(shown.get("goodput")):

@@ -12,7 +12,7 @@ import os
 import sys
 
 from .planning.consistency import missing_script
-from .errors import EXIT_OK, EXIT_USAGE, EntrypointError, UsageError, last_resort
+from .errors import CWD_GONE, EXIT_OK, EXIT_USAGE, EntrypointError, UsageError, cwd_gone, last_resort
 from .planning.settings import HelpRequested, VersionRequested, check_no_wait, parse, usage
 from .detection.sysfs import Root
 from .announce import PROG, say as _say
@@ -113,23 +113,32 @@ def _main(argv):
         print(f"{PROG} {__version__}")
         return EXIT_OK
     except EntrypointError as err:
-        if err.settings is not None:  # refused before this node's check-in
-            from .loop import refused_before_checkin
-
-            refused_before_checkin(err, _say)
-        _say(f"error: {err}")
-        if _explain_json(argv):  # a pre-flight script reads one JSON object whatever refused (walk8 B36)
-            from .explain import render_json
-            from .model import Plan
-
-            refused = Plan()
-            refused.errors.append({"message": str(err), "exit_code": err.exit_code})
-            sys.stdout.write(render_json(refused))
-            sys.stdout.flush()
-        return err.exit_code
+        return _refused(err, argv)
+    except FileNotFoundError as err:
+        if not cwd_gone(err):
+            raise
+        return _refused(UsageError(CWD_GONE), argv)  # the plan resolves the script against it (replay11 A30)
     except KeyboardInterrupt:
         return 130
     return EXIT_OK
+
+
+def _refused(err, argv):
+    """One line on stderr (and, for ``--explain --json``, a plan holding only the refusal); the exit code."""
+    if err.settings is not None:  # refused before this node's check-in
+        from .loop import refused_before_checkin
+
+        refused_before_checkin(err, _say)
+    _say(f"error: {err}")
+    if _explain_json(argv):  # a pre-flight script reads one JSON object whatever refused (walk8 B36)
+        from .explain import render_json
+        from .model import Plan
+
+        refused = Plan()
+        refused.errors.append({"message": str(err), "exit_code": err.exit_code})
+        sys.stdout.write(render_json(refused))
+        sys.stdout.flush()
+    return err.exit_code
 
 
 def _explain_json(argv):

@@ -143,6 +143,28 @@ def ended_by(err, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_PIPE_CLOSED
     return write_failure
 
 
+# What a path-less "No such file or directory" is when the current folder itself is gone: both programs say it in
+# these words (walk10 A30: `cannot use: No such file or directory` from validate, runs ls, init after another
+# terminal's `rm -rf` or a `git checkout`; replay11 A30: the entrypoint's plan asked os.getcwd() and printed a
+# traceback). ``nodeweave``'s verbs meet it in ``failures.from_os_error``, the entrypoint in ``__main__._main``.
+CWD_GONE = ("the current folder no longer exists (it was removed after this shell entered it): cd to the project "
+            "again (or give paths that do not depend on it)")
+
+
+def cwd_gone(err=None):
+    """Whether the current folder is gone and ``err`` (when given) is the path-less FileNotFoundError that
+    ``os.getcwd()`` (or a relative path resolved against it) raised for that."""
+    if err is not None and not (isinstance(err, FileNotFoundError) and getattr(err, "filename", None) is None):
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _stdout_is_a_file():
     """Whether stdout can be what a full disk failed: anything but a terminal, a pipe or a socket, which fill no
     disk (walk10 C7: a full runs/ was said as stdout's); a file, a device such as /dev/full, or unknown: True."""

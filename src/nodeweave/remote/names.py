@@ -8,13 +8,14 @@ argv is built, so nothing a user types can become an option (a leading
 from __future__ import annotations
 
 import ipaddress
-import posixpath
 import re
 
 from nodeweave.entrypoint.hostport import leading_zero_problem, split_host_port
 from nodeweave.errors import UsageError
 from nodeweave.systemdirs import ROOTISH as _ROOTISH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
 from nodeweave.systemdirs import CLUSTER_NAMESPACES_TEXT, cluster_namespace
+# The judge of a home lives with the system folders, below every room that names a folder (failures, spec, sync).
+from nodeweave.systemdirs import HOMES, a_home, home_itself, own_homes  # noqa: F401
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -22,8 +23,6 @@ _CONTAINER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")  # docker/podman's
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
 _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
-# Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
-_HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
 # Folders whose every child is a mount point of its own (/mnt/nfs, /media/usb): never emptied by --delete.
 MOUNT_PARENTS = ("/mnt", "/media", "/run/media")
 # Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out),
@@ -36,39 +35,6 @@ def credential_folder(path: str) -> "str | None":
     return next((part for part in path.split("/") if part in CREDENTIAL_FOLDERS), None)
 
 
-def home_itself(path: str) -> bool:
-    """``path`` (absolute, normalised) is a home or a user's mount root itself (``/home/me``, ``/Users/me``)."""
-    return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in _HOMES
-
-
-def own_homes() -> "dict[str, str]":
-    """This user's real home folders on this machine, wherever they are: ``$HOME`` and the passwd entry's home
-    (``/root``, ``/tmp/x``, ``/srv/me``), each as written and where links lead, to how it is named (walk9 A27: a
-    ``$HOME`` outside /home, /Users and /var/home was taken as a workspace). ``/`` is never one (a home of ``/``
-    is a system folder already)."""
-    import os
-
-    named = {}
-    try:
-        import pwd
-
-        named[pwd.getpwuid(os.getuid()).pw_dir] = "your home folder (the passwd entry's)"
-    except (ImportError, KeyError, OSError):
-        pass
-    home = os.environ.get("HOME") or ""
-    if home.strip():
-        named[home] = "your home folder ($HOME)"  # $HOME's name wins: it is the one the shell's ~ means
-    found = {}
-    for path, how in named.items():
-        if not path.startswith("/"):
-            continue
-        for seen in (path, os.path.realpath(path)):
-            normal = "/" + "/".join(p for p in seen.split("/") if p)
-            if normal != "/":
-                found[normal] = how
-    return found
-
-
 def shared_folder_problem(real: str) -> "str | None":
     """Why the absolute, resolved ``real`` may not be a workspace handed to every node (sync's SRC, the spec's
     workspace.host_path), or None: ``/`` or a system folder, whose whole tree would go; a home itself (under
@@ -79,12 +45,9 @@ def shared_folder_problem(real: str) -> "str | None":
     tree = system_tree(real)  # /sbin is /usr/sbin where links lead: a system folder's tree is the system's too
     if tree is not None:
         return f"{real} is in {tree} ({SYSTEM_TREES[tree]}), which would be sent to (or mounted on) every node"
-    if home_itself(real):  # /home/me, /Users/me: ~ itself as DEST is refused the same way
-        return f"{real} is a home itself, whose keys, tokens and caches would be sent to (or mounted on) every node"
-    own = own_homes().get("/" + "/".join(p for p in real.split("/") if p))
-    if own is not None:  # this user's home elsewhere ($HOME=/srv/me, /root): the same rule (walk9 A27)
-        return (f"{real} is a home itself, {own}, whose keys, tokens and caches would be sent to (or mounted on) "
-                "every node")
+    home = a_home(real)
+    if home:
+        return f"{real} is {home}, whose keys, tokens and caches would be sent to (or mounted on) every node"
     secret = credential_folder(real)
     if secret is not None:
         return f"{real} is in the credential folder {secret}, whose keys would be sent to (or mounted on) every node"

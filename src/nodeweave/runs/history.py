@@ -253,6 +253,22 @@ def _no_run_folder(folder: Path, wanted: str) -> str:
             "(`nodeweave runs ls`), a unique prefix, a run folder's path, or last")
 
 
+def _no_run_path(path: Path, wanted: str) -> str:
+    """Why ``wanted``, spelled as a path that is no folder, names no run, said about that path: a file (of a run:
+    its folder named), something else, or nothing there (replay11 B7: `runs show /tmp/x/n0.log` was answered "no
+    runs under runs/ yet, so there is no run '/tmp/x/n0.log'")."""
+    import os
+
+    accepted = "accepted: a run id (`nodeweave runs ls`), a unique prefix, a run folder's path, or last"
+    if not os.path.lexists(path):
+        return f"{wanted} does not exist (a path, so no run id: none holds a /); {accepted}"
+    owner = load_entry(path.parent) if path.parent.is_dir() else None
+    what = "a file" if path.is_file() else "not a folder"
+    if owner is not None:
+        return f"{wanted} is {what} of run {owner.run_id}, not a run folder; give the run's folder, {path.parent}"
+    return f"{wanted} is {what}, not a run folder; {accepted}"
+
+
 def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
@@ -261,6 +277,8 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
             return entry
         if "/" in wanted or wanted in (".", ".."):  # spelled as a path: the answer is about that folder
             raise UsageError(_no_run_folder(candidate, wanted))
+    elif "/" in wanted:  # spelled as a path (no run id holds a /): the answer is about that path (replay11 B7)
+        raise UsageError(_no_run_path(candidate, wanted))
     everything = list_runs(parent)
     if not everything:
         raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")

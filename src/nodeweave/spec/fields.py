@@ -156,7 +156,41 @@ def optional_container_path(r: Reader, fields: Fields, key: str, default: str) -
     return default if node is None else container_path(r, node, fields.path_of(key))
 
 
-def host_path(r: Reader, fields: Fields, key: str, default: Optional[str]) -> Optional[str]:
+def home_handed(value: str, base_dir=None) -> Optional[str]:
+    """What of a home the host folder ``value`` (absolute, ``~/...``, or relative to ``base_dir``, the spec's
+    folder) would hand every node, as written and where links lead, or None: a home itself by its path
+    (``/home/lab``, this user's own ``$HOME`` or passwd home wherever it is: ``systemdirs.a_home``, the judge
+    sync's SRC and workspace.host_path use), or the folder homes are in (``/home``, ``/Users``), above every home's
+    keys (replay11 A22: ``~`` was refused and ``/tmp/me``, the same home by its path, was mounted)."""
+    import os
+    import posixpath
+
+    from nodeweave.systemdirs import HOMES, a_home
+
+    if value.startswith("~"):
+        path = os.path.expanduser(value)
+    elif value.startswith("/"):
+        path = value
+    elif base_dir is not None:
+        path = os.path.join(os.path.abspath(str(base_dir)), value)
+    else:
+        return None
+    if not path.startswith("/"):  # ~user of no one
+        return None
+    for seen in dict.fromkeys((posixpath.normpath(path), os.path.realpath(path))):
+        home = a_home(seen)
+        if home:
+            return f"{seen}, {home}, with its keys and credentials"
+        if seen in HOMES:
+            return f"{seen}, the folder homes are in, with every home's keys and credentials"
+    return None
+
+
+def host_path(r: Reader, fields: Fields, key: str, default: Optional[str], base_dir=None,
+              homes: bool = True) -> Optional[str]:
+    """A host folder field (``workspace.host_path``, ``cache.host_path``, a volume's): the form, and never one that
+    hands a node the host (``HOST_ONLY``) or a home (``home_handed``; ``homes`` False where the field's own rule
+    judges homes already: the workspace's, ``sections.job.workspace_folder_problem``)."""
     node = fields.get(key)
     if node is None:
         return default
@@ -172,4 +206,8 @@ def host_path(r: Reader, fields: Fields, key: str, default: Optional[str]) -> Op
         raise r.fail(node, fields.path_of(key), f"{value!r} would hand every node {what}{holds}, read-only or not",
                      "a host folder of the job's own, such as /data/datasets or /scratch/job: not /, nor inside "
                      "or above " + ", ".join(HOST_ONLY))
+    home = home_handed(value, base_dir) if homes else None
+    if home is not None:
+        raise r.fail(node, fields.path_of(key), f"{value!r} would hand every node {home}, read-only or not",
+                     "a host folder of the job's own, such as /data/datasets, /scratch/job or a folder in a home")
     return value

@@ -85,20 +85,30 @@ def refuse_run_record(path: Path) -> None:
     if run is not None:
         found = spec_above(run.parent)
         shown = found and os.path.relpath(found)
+        copy = (", or copy this file out of the run folder to start from it" if run_file_is_spec(path.name)
+                else "")  # only the spec it started from is one (replay11 A16: a plan, a log, run.json were told so)
         raise UsageError(f"{path} is a run's record ({run_file_words(path.name, run.name)}), not a "
                          "spec: its folder is no workspace, and nothing of nodeweave's is written inside a run "
-                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}, or copy this file "
-                         "out of the run folder to start from it")
+                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}{copy}")
 
 
 # What each file of a run folder holds (cluster.runfolder's list), as a refusal names it (walk10 A16: a node's plan
-# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node).
+# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node). The
+# first, the spec, is the only one that is a spec copied out (``run_file_is_spec``).
 RUN_FILES = ((r"spec\.yaml", "the spec run {run} started from, as it was"),
              (r"node-(\d+)\.plan\.json", "node {0}'s plan in run {run}"),
              (r"node-(\d+)\.log", "node {0}'s output in run {run}"),
              (r"run\.json", "run {run}'s own record: its command, nodes and exit codes"),
              (r"goodput\.json", "run {run}'s goodput"), (r"heat\.json", "run {run}'s step-time heat map"),
              (r"recovery\.json", "run {run}'s recovery record"), (r"stalls\.txt", "run {run}'s stall reports"))
+
+
+def run_file_is_spec(name: str) -> bool:
+    """Whether the run folder's file ``name`` is a spec one may start from, copied out (``RUN_FILES``' first row,
+    spec.yaml); every other file there (a node's plan, a log, the run's own records) is no spec anywhere."""
+    import re
+
+    return re.fullmatch(RUN_FILES[0][0], name) is not None
 
 
 def run_file_words(name: str, run: str) -> str:
@@ -345,7 +355,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
     spec_image = r.attempt(image.image, r, top, base_dir)
     gpus = r.attempt(job.gpus, r, top.get("gpus_per_node"))
-    workspace, cache = r.attempt(job.workspace, r, top, base_dir), r.attempt(job.cache, r, top)
+    workspace, cache = r.attempt(job.workspace, r, top, base_dir), r.attempt(job.cache, r, top, base_dir)
     net = r.attempt(network.network, r, top)
     env = r.attempt(job.env, r, top.get("env"))
     k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
@@ -360,7 +370,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
                       None if nodes is FAILED else nodes)
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
-    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts,
+                                                                 base_dir)
     if FAILED not in (launcher, restarts, workspace) and restarts.checkpoint_dir:
         mounted = None if spec_volumes is FAILED else [v.path for v in spec_volumes]
         r.attempt(_checkpoint_dir_apart, r, top, restarts.checkpoint_dir, launcher.script, workspace, base_dir,
@@ -401,6 +412,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         metrics=watched,
         notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,
                      watched, fewest=nodes.min)
+        + _elastic_notes(nodes, launcher, restarts)
         + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
     )
 
@@ -477,6 +489,21 @@ def _checkpoint_dir_apart(r: Reader, top: Fields, folder: str, script: str, work
 def _given_fields(r: Reader, top: Fields, section: str) -> set:
     """The fields of ``section`` the spec writes (not null): a default and a value written out read alike."""
     return {k for k, _, v in r.mapping(top.get(section), section, "a mapping") if not r.is_null(v)}
+
+
+def _elastic_notes(nodes, launcher, restarts) -> tuple:
+    """The entrypoint's own line for an elastic range that ends at the first lost node (no recovery, no restart
+    count: ``planning.launch.elastic_ends_at_first_loss``), said by validate and up as each node's --explain says it
+    (replay11 B20: validate said only "torchrun admits more up to MAX as they join")."""
+    from types import SimpleNamespace
+
+    from nodeweave.entrypoint.planning.launch import elastic_ends_at_first_loss
+
+    values = {"recovery": restarts.enabled, "max_restarts": launcher.max_restarts, "launcher_options": launcher.options}
+    settings = SimpleNamespace(get=values.get, source=lambda key: "the default")
+    topo = SimpleNamespace(elastic=nodes.elastic, nnodes_min=nodes.min, nnodes_max=nodes.max)
+    line = elastic_ends_at_first_loss(settings, topo, launcher.type)
+    return (f"nodes: {line}",) if line else ()
 
 
 def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str, training: int,

@@ -361,9 +361,15 @@ class Fields:
         self._refuse_bare_tilde(key)
         return self._entries[key][1] if self.has(key) else None
 
-    def _refuse_bare_tilde(self, key: str) -> None:
+    def _refuse_bare_tilde(self, key: str, required: "str | None" = None) -> None:
+        """``required``: what the field takes, for a field with no default (``require``), whose refusal offers
+        none (replay11 A20: `name: ~` was told "or the key left out for the default", and then `required field
+        is missing`)."""
         value = self._entries[key][1] if key in self._entries else None
         if isinstance(value, ScalarNode) and value.style is None and value.value == "~":
+            if required is not None:
+                raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given, and this "
+                                       "field is required (it has no default)", required)
             if _names_a_path(key):
                 raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given (the default), "
                                        "not a home folder", "the value written out ('~/' quoted for your home, or "
@@ -374,7 +380,7 @@ class Fields:
                                    "default")
 
     def require(self, key: str, accepted: str) -> Node:
-        self._refuse_bare_tilde(key)
+        self._refuse_bare_tilde(key, accepted)
         if not self.has(key):
             if key not in self._entries and self.unknown:  # likely misspelt: its unknown key is the one mistake
                 raise self.unknown[0]

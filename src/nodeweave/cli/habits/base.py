@@ -116,6 +116,7 @@ class NodeweaveCommand(TyperCommand):
         return format_help(self, super().format_help, ctx, formatter)
 
     def parse_args(self, ctx, args):
+        args = short_options_with_equals(self, args)
         given = list(args)  # click's parser consumes the list
         refuse_swallowed_flags(self, ctx.command_path, given)  # first: every later check pairs options and values
         refuse_both_sides(self, given)
@@ -143,6 +144,24 @@ class NodeweaveCommand(TyperCommand):
             if not getattr(param, "hidden", False):
                 pieces.extend(param.get_usage_pieces(ctx))
         return pieces
+
+
+def short_options_with_equals(command, args) -> list:
+    """``args`` with kubectl's ``-o=json`` spelling of a short option that takes a value read as ``-o json``, as
+    ``-ojson`` and ``--output=json`` are (replay11 R1: click read the value as ``=json``, refused as ``--output
+    '=json' is not accepted``; ``-n=ml`` the namespace ``=ml``). Only before ``--``: the command's words are its own."""
+    import re
+
+    takes_value = {name for param in getattr(command, "params", ()) if getattr(param, "param_type_name", "") ==
+                   "option" and not getattr(param, "is_flag", False) and not getattr(param, "count", False)
+                   for name in param.opts if len(name) == 2}
+    out, args = [], list(args)
+    for index, word in enumerate(args):
+        if word == "--":
+            return out + args[index:]
+        found = re.fullmatch(r"(-[A-Za-z])=(.*)", word, re.DOTALL)
+        out += [found.group(1), found.group(2)] if found and found.group(1) in takes_value else [word]
+    return out
 
 
 # Hidden, deprecated spellings and what a typo near them should be pointed to.

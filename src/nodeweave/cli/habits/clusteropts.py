@@ -302,7 +302,25 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
         return [f"whether the nodes are up could not be asked: {err}"]
     if line:
         return [f"the real {verb} would end with exit 3: {line}"]
-    return [f"whether the nodes are up could not be asked: {backend.unanswered}"] if backend.unanswered else []
+    if backend.unanswered:
+        return [f"whether the nodes are up could not be asked: {backend.unanswered}"]
+    return _busy(backend, nodes, verb)
+
+
+def _busy(backend, nodes, verb: str) -> "list[str]":
+    """The run in progress the real ``verb`` would refuse (``onbackend.BUSY_CONSEQUENCE``'s verbs but up, whose
+    plan says it itself), as its dry run's note (replay11 C1: `run --dry-run` printed a clean plan while a run was
+    in progress, and the real one ended with exit 3)."""
+    from nodeweave.cluster.onbackend import BUSY_CONSEQUENCE, busy_line
+    from nodeweave.errors import NodeweaveError
+
+    if verb not in BUSY_CONSEQUENCE or verb == "up":
+        return []
+    try:
+        line = busy_line(backend, nodes, verb)
+    except (NodeweaveError, OSError):  # the nodes could not be asked: the real verb asks again
+        return []
+    return [f"the real {verb} would end with exit 3: {line}"] if line else []
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):

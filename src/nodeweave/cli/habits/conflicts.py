@@ -85,8 +85,11 @@ NEEDS: Dict[str, Tuple[str, str]] = {
 }
 
 # verb: {flag: (the flag it needs, what it is)}: as NEEDS, on that verb only (`runs compare --lower-is-better` ranks
-# by the metric a sweep recorded; `run` has only its own --metric to rank by).
+# by the metric a sweep recorded; `run` has only its own --metric to rank by). "A or B": either one.
 NEEDS_ON: Dict[str, Dict[str, Tuple[str, str]]] = {
+    # --force replaces an earlier output the option names (habits.replace.refuse_foreign_file; replay11 A27)
+    "bench": {"--force": ("--json-out or --plot", "what replaces an earlier result or chart there")},
+    "compare": {"--force": ("--chart", "what replaces an earlier chart there")},
     "run": {"--lower-is-better": ("--metric", "which way --metric's values rank the sweep's points")},
     "dashboard": {"--runs-dir": ("--run", "where --run's folder is")},
 }
@@ -130,7 +133,7 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
             raise UsageError(f"{flag} does nothing with {option} {value} ({values[value]}): leave {flag} out, or "
                              f"give another {option}")
     for flag, (needed, what) in {**NEEDS, **NEEDS_ON.get(verb, {})}.items():
-        if flag in given and needed not in given:
+        if flag in given and not given & set(needed.split(" or ")):  # "--json-out or --plot": either will do
             raise UsageError(f"{flag} does nothing without {needed} (it is {what}): give {needed} too, or leave "
                              f"{flag} out")
 

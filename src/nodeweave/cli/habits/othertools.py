@@ -57,6 +57,10 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
        for typed in ("-w", "--watch")},
     **{("ls", typed): "`nodeweave runs ls -o json` gives the runs' ids to a script, as docker ps -q does"
        for typed in ("-q", "--quiet")},
+    # replay11 C14: docker's and kubectl's `exec -it` is an interactive shell, which `nodeweave shell` opens
+    **{("exec", typed): "`nodeweave shell` opens an interactive shell on a node, as docker exec -it and kubectl "
+                        "exec -it do; exec runs one command and gives back its output and exit code"
+       for typed in ("-i", "-it", "--interactive", "--tty", "--stdin")},  # -t is exec's --target
 }
 
 

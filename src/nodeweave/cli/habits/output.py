@@ -178,9 +178,10 @@ def in_system_tree(path: Path) -> str:
     (``/usr/local/runs/x.json``: replay10 R3); a file in ``/tmp`` or ``/var/tmp`` is fine. Else ""."""
     import os
 
+    from nodeweave.entrypoint.systemfolders import normal_path
     from nodeweave.systemdirs import SCRATCH, SYSTEM_TREES, made_in_system_folder, system_folder, system_tree
 
-    folder = Path(os.path.abspath(path)).parent
+    folder = Path(normal_path(os.path.abspath(path))).parent  # //usr/local/x.json: /usr/local (replay11 R4)
     for seen in (folder, folder.resolve()):
         tree = system_tree(str(seen))
         if tree is not None:
@@ -438,13 +439,16 @@ def spec_job(spec_path: Path) -> "str | None":
         return None
 
 
-def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
+def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool, instead: str = "--runs-dir DIR",
+                what: str = "a run's folder") -> Path:
     """The folder of run folders every verb reads or writes: ``--runs-dir`` as given (judged as the command line
     was read), else ``runs/`` beside the spec, judged by the same rule (a file, a link to one, a device or a
     dangling link there is refused in one line, exit 2, by the dry run as by the real verb; absent: made by the
     first run, "no runs yet" to a reader). A link to a folder (a bigger disk) is never written through (W68),
     and a reader reads through it with a note saying so and naming the ``--runs-dir`` a writer needs (walk6
-    W64: it read there without a word)."""
+    W64: it read there without a word). ``instead``: the option that puts the verb's files elsewhere, and ``what``
+    the verb writes there, as every refusal names them (bench: ``--json-out FILE``, its result; replay11 C7: bench
+    was offered --runs-dir, which it has not)."""
     if runs_dir is not None:
         return runs_dir
     import os
@@ -461,16 +465,18 @@ def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
                    f"there; a run is never written through it: give --runs-dir {parent.resolve()}", err=True)
         return parent
     if writes and parent.is_symlink() and parent.is_dir():  # never written through a link (W68); said how to keep it
+        keep = (f"--runs-dir {parent.resolve()} to keep the runs there" if instead.startswith("--runs-dir") else
+                f"{instead} in {parent.resolve()} to keep it there")
         raise UsageError(f"runs/ beside the spec ({parent}) is a symbolic link (to {os.readlink(parent)}), not a "
-                         "folder nodeweave made, and it never writes through a link; accepted: --runs-dir "
-                         f"{parent.resolve()} to keep the runs there, or a folder runs/ of its own")
+                         f"folder nodeweave made, and it never writes through a link; accepted: {keep}, or a "
+                         "folder runs/ of its own")
     if parent.is_dir():
         from nodeweave.failures import unwritable
 
         problem = unwritable(parent) if writes else None
         if problem:
-            raise UsageError(f"runs/ beside the spec: {problem}, and a run's folder goes there; accepted: a folder "
-                             "you can write (space freed on a full one), or --runs-dir DIR")
+            raise UsageError(f"runs/ beside the spec: {problem}, and {what} goes there; accepted: a folder "
+                             f"you can write (space freed on a full one), or {instead}")
         return parent
     if not parent.is_symlink() and not parent.exists():
         if writes:
@@ -484,5 +490,5 @@ def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
         link = f" (a link to {os.readlink(parent)})" if parent.is_symlink() else ""
     else:
         kind, link = f"a link to {os.readlink(parent)}, which does not exist", ""
-    raise UsageError(f"runs/ beside the spec ({parent}) is {kind}{link}, not a folder: nodeweave keeps its run "
-                     "folders there; accepted: a folder (move that one away), or --runs-dir DIR")
+    raise UsageError(f"runs/ beside the spec ({parent}) is {kind}{link}, not a folder: nodeweave keeps {what} "
+                     f"there; accepted: a folder (move that one away), or {instead}")

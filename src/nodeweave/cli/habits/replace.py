@@ -105,16 +105,20 @@ FORMAT_ENDINGS: Dict[str, str] = {".json": "JSON", ".yaml": "YAML", ".yml": "YAM
 
 
 def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, str] | None" = None,
-                        subject: "str | None" = None) -> None:
+                        subject: "str | None" = None, force: "bool | None" = None) -> bool:
     """Refuse a ``path`` whose name says another format than ``kind``'s (SUFFIXES), and replacing ``path`` unless
     it is missing or of ``kind``; ``also_not`` maps the user's own files the new output names (init's script and
     requirements file) to what they are, refused even when they happen to parse as ``kind``. ``subject`` is how
     the line names the path (``option_named``: no flag the user did not type); ``flag`` stays in the remedy, the
-    option to give."""
+    option to give. ``force``: the verb's --force (None: a variable, which has none); an earlier output of
+    ``kind`` is replaced only with it, the one rule of every verb that writes a file the user names (init
+    --out, hosts probe --write-hostfile, bench --json-out and --plot, runs compare --chart: replay11 A27, a
+    second ``bench --json-out base.json`` replaced the baseline without a word). True: the file is there and
+    is replaced (a dry run says so)."""
     subject = subject or f"{flag} {path}"
     if not path.is_file():
-        return _refuse_another_format(path, flag, kind, subject)  # missing (written new), or a device/folder:
-        # output_file's check names those
+        _refuse_another_format(path, flag, kind, subject)  # missing (written new), or a device/folder:
+        return False  # output_file's check names those
     what, looks_like = KINDS[kind]
     resolved = path.resolve()
     named = next((what for p, what in (also_not or {}).items() if p.resolve() == resolved), None)
@@ -130,6 +134,9 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
         raise UsageError(f"{subject}: the file exists and is not {what}, so nodeweave never replaces it, "
                          f"whatever the flags say: give {flag} another file, or move it away first")
     _refuse_another_format(path, flag, kind, subject)  # after what the file is: a file of yours is named as that
+    if force is False:
+        raise UsageError(f"{subject} exists and is {what}: pass --force to replace it, or give {flag} another file")
+    return True
 
 
 def _refuse_another_format(path: Path, flag: str, kind: str, subject: str) -> None:

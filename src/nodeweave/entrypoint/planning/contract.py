@@ -413,6 +413,13 @@ read_words = read_words_like("--mixed_precision bf16")
 _NOT_ALONE = frozenset({"source", ".", "conda", "module", "ml", "spack", "export", "eval", "exec"})
 
 
+def setup_line_alone(line):
+    """Whether a setup line is only a word that does nothing alone (``source``, ``module``, ``export``...): the
+    node refuses it (``read_setup_lines``), and so does the spec's launcher.setup, with the same list (replay11
+    R3: validate took ``setup: ["source"]``, every node refused it)."""
+    return line.strip() in _NOT_ALONE
+
+
 def read_setup_lines(text, what, source):
     """Setup's shell lines: each shell-quoted word is one line bash runs. A value written as one line
     (``source /opt/venv/bin/activate``, no quotes, several words) would split into lines of a word each, bash
@@ -421,7 +428,7 @@ def read_setup_lines(text, what, source):
 
     lines = _split_setup(text, what, source)
     unquoted = not any(mark in str(text) for mark in "'\"\\")
-    alone = [line for line in lines if line.strip() in _NOT_ALONE]
+    alone = [line for line in lines if setup_line_alone(line)]
     if (unquoted and len(lines) > 1) or alone:
         shown = ", ".join(repr(line) for line in lines[:4]) + (", ..." if len(lines) > 4 else "")
         # the user's words as one line only where that line works: never the very word refused (walk10 B16)

@@ -116,11 +116,16 @@ def launcher(r: Reader, top: Fields) -> Launcher:
 
 def _setup(r: Reader, node: Optional[Node]) -> tuple:
     """Shell lines for the node's environment (conda, module load, a site script): one command each."""
+    from nodeweave.entrypoint.planning.contract import setup_line_alone
+
     lines = []
     for path, item in r.sequence(node, "launcher.setup", "shell lines"):
         line = r.string(item, path, "one shell command line, e.g. 'source ~/miniconda3/etc/profile.d/conda.sh'")
         if not rules.single_line(line):
             raise r.bad_value(item, path, "one non-empty shell command line (a list item per line)")
+        if setup_line_alone(line):  # every node refuses it (the entrypoint's own test)
+            raise r.fail(item, path, f"{line.strip()!r} alone does nothing, and every node refuses it",
+                         "the whole command as one item, e.g. 'source /opt/venv/bin/activate' or 'module load cuda'")
         lines.append(line)
     return tuple(lines)
 
@@ -156,7 +161,8 @@ EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deeps
 
 def workspace(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Workspace:
     f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
-    found = Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
+    found = Workspace(path=optional_container_path(r, f, "path", "/workspace"),
+                      host_path=host_path(r, f, "host_path", ".", homes=False))  # homes: workspace_folder_problem
     if base_dir is None:
         return found
     why = workspace_folder_problem(base_dir, found.host_path)
@@ -195,11 +201,11 @@ def workspace_folder_problem(base_dir: Path, written: str) -> Optional[str]:
     return None
 
 
-def cache(r: Reader, top: Fields) -> Cache:
+def cache(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Cache:
     f = r.fields(top.get("cache"), "cache", ("path", "host_path", "size"))
     return Cache(
         path=optional_container_path(r, f, "path", "/cache"),
-        host_path=host_path(r, f, "host_path", "~/.cache/nodeweave"),
+        host_path=host_path(r, f, "host_path", "~/.cache/nodeweave", base_dir),
         size=optional(r, f, "size", rules.QUANTITY) or "200Gi",
     )
 

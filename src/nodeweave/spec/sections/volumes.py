@@ -27,12 +27,13 @@ SOURCES = "host_path, claim, config_map, secret or cache"
 RESERVED_NAMES = ("workspace", "cache", "dshm", "hugepages")
 
 
-def volumes(r: Reader, node: Optional[Node], mounts: MountPoints) -> Tuple[Volume, ...]:
-    """The list; ``mounts`` holds the mount points already taken (workspace, cache, /dev/shm) and their rule."""
+def volumes(r: Reader, node: Optional[Node], mounts: MountPoints, base_dir=None) -> Tuple[Volume, ...]:
+    """The list; ``mounts`` holds the mount points already taken (workspace, cache, /dev/shm) and their rule;
+    ``base_dir``: the spec's folder, a relative host_path's."""
     out: List[Volume] = []
     names: Dict[str, str] = {}
     for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
-        volume = r.attempt(_volume, r, path, item)  # each volume on its own: every one's mistake is named
+        volume = r.attempt(_volume, r, path, item, base_dir)  # each volume on its own: every one's mistake is named
         if volume is FAILED:
             continue
         if volume.name in RESERVED_NAMES or volume.name.startswith("hugepages-") or volume.name in names:
@@ -46,7 +47,7 @@ def volumes(r: Reader, node: Optional[Node], mounts: MountPoints) -> Tuple[Volum
     return tuple(out)
 
 
-def _volume(r: Reader, path: str, item: Node) -> Volume:
+def _volume(r: Reader, path: str, item: Node, base_dir=None) -> Volume:
     f = r.fields(item, path, KEYS)
     name = rule_string(r, f.require("name", rules.DNS_LABEL.accepted), f.path_of("name"), rules.DNS_LABEL)
     mount = container_path(r, f.require("path", "the container path it is mounted at"), f.path_of("path"))
@@ -54,7 +55,7 @@ def _volume(r: Reader, path: str, item: Node) -> Volume:
     if len(sources) > 1:
         raise r.fail(f.get(sources[1]), f.path_of(sources[1]), f"a volume has one Kubernetes source, and "
                      f"{sources[0]} is already given", f"one of {', '.join(KUBERNETES_SOURCES)}, plus host_path if wanted")
-    host = host_path(r, f, "host_path", None)
+    host = host_path(r, f, "host_path", None, base_dir)
     if not sources and host is None:
         raise r.fail(item, path, "has no source", f"one of {SOURCES}")
     if host is not None and not sources and not host.startswith("/"):
