@@ -348,6 +348,10 @@ def test_a_script_the_workspace_lacks_is_noted_by_every_verb_that_judges_the_spe
     notes = [line for line in (out + err).splitlines() if "is not in the workspace" in line]
     said = (f"note: nothere.py is not in the workspace {job_folder.resolve()} (the nodes see it at /workspace): the "
             "run would fail with 'No such file' unless the image holds it")
+    if argv[0] in ("up", "run"):  # the local target mounts this folder: certain to fail, refused (replay11 C10)
+        said = (f"the real {argv[0]} would end with exit 2: nothere.py is not in the workspace "
+                f"{job_folder.resolve()}, which every node sees at /workspace (mounted there, over whatever the image "
+                "holds): every node would fail with 'No such file'")
     # once: on stderr, or (a dry run) as the plan's own note, which its -o json carries too (walk5 W15)
     assert notes == [f"# {said}" if "--dry-run" in argv and argv[0] != "init" else f"nodeweave: {said}"], out + err
 
@@ -368,5 +372,5 @@ def test_the_missing_script_note_is_judged_and_printed_in_one_place():
                 if name in ("script_note", "note_script"):
                     callers.setdefault(name, set()).add(f"{path.relative_to(cli)}:{func.name}")
     assert callers["script_note"] == {"run.py:note_script", "run.py:run_command", "cluster.py:up_command",
-                                      "init.py:validate"}, callers
+                                      "init.py:validate", "run.py:script_missing_here"}, callers  # replay11 C10
     assert {where.split(":")[0] for where in callers["note_script"]} == {"init.py"}, callers

@@ -87,7 +87,7 @@ def up_command(
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
-    from nodeweave.cli.run import missing_volume_notes, missing_workspace_note, script_note
+    from nodeweave.cli.run import missing_volume_notes, missing_workspace_note, script_missing_here, script_note
 
     # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it, once the plan is
     # made (a refusal before it, an image, a flag, is the one line a mistake gets)
@@ -96,9 +96,14 @@ def up_command(
     missing = "" if elsewhere else script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type,
                                                backend.workspace_seen_at, here=backend.target == "local") \
         if mode == "run" else missing_workspace_note(spec, spec_path) if backend.target == "local" else ""
+    certain = script_missing_here(spec, spec_path, [spec.launcher.script], spec.launcher.type) \
+        if mode == "run" and backend.target == "local" else ""  # every node would fail it (replay11 C10)
+    if certain and not dry_run:
+        raise UsageError(f"{certain}; nothing was started or recorded")
     unpullable = _unpullable(backend, plan)
     mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
-    said = [*([f"note: {missing}"] if missing else []), *(f"note: {note}" for note in mounted),
+    said = [*([f"the real up would end with exit 2: {certain}" if certain else f"note: {missing}"] if missing
+              else []), *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
     for problem in (absent, busy):  # a dry run (the real up refused above)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -149,9 +150,14 @@ def run_command(
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     from nodeweave.cli.habits.dashes import unexpanded_note
 
-    said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, script_note(spec, spec_path, command,
-                                                                 launcher or spec.launcher.type, typed=True),
+    here = backend.target == "local"  # this machine's folder is mounted at workspace.path
+    missing = script_missing_here(spec, spec_path, command, launcher or spec.launcher.type) if here else ""
+    if missing and not dry_run:
+        raise UsageError(f"{missing}; nothing was started")
+    said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, "" if missing else script_note(
+                spec, spec_path, command, launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
+    said += [f"the real run would end with exit 2: {missing}"] if missing else []
     if profile is not None:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
@@ -472,12 +478,13 @@ def _typed_in_a_subfolder(folder: Path, script: str) -> str:
 
 
 def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None,
-                here: bool = False, typed: bool = False) -> str:
+                here: bool = False, typed: bool = False, mounted: bool = False) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
     else "". ``here``: this machine's engine mounts the workspace (the local target, or validate of a spec with
     no hosts list): a workspace folder that does not exist is the note then, said once. ``typed`` (a command
-    typed after ``--``, read from where it was typed): one typed in a subfolder that holds it is noted."""
+    typed after ``--``, read from where it was typed): one typed in a subfolder that holds it is noted.
+    ``mounted``: the verb starts it on the local target, whose nodes see this very folder (no image's copy)."""
     absolute = host_path_note(spec, spec_path, command, launcher)  # a path of this machine as the script (walk7 A10)
     if absolute:
         return absolute
@@ -514,11 +521,27 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
         return (f"{script} in the workspace {folder} {not_a_file_to_read(folder / inside)}: every node would fail "
                 "to run it as the training script (launcher.script names the script file)")
-    unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
     close = close_script(folder, inside)
     meant = f"; did you mean {close}, which is there?" if close else ""
+    if mounted:  # this folder is mounted at workspace.path, over the image's: nothing there holds it (replay11 C10)
+        return (f"{script} is not in the workspace {folder}, which every node sees at {seen} (mounted there, over "
+                f"whatever the image holds): every node would fail with 'No such file'{meant}")
+    unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
     return (f"{script} is not in the workspace {folder} (the nodes see it at {seen}): the run would fail with "
             f"'No such file' unless {unless}{meant}")
+
+
+def script_missing_here(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+    """The note of a script missing from a workspace this machine mounts at workspace.path (the local target), or
+    "": there no image's copy can stand in, so every node would fail; the verb starting it refuses it (exit 2) and
+    its dry run says so (replay11 C10: `run -- nosuch.py` started both nodes and left a failed run folder)."""
+    found = script_inside(spec, command, launcher)
+    if found is None:
+        return ""
+    folder = workspace_folder(spec, spec_path)
+    if not folder.is_dir() or os.path.lexists(folder / found[1]):
+        return ""
+    return script_note(spec, spec_path, command, launcher, here=True, mounted=True)
 
 
 def _not_python_note(script: str, path: Path, launcher: str) -> str:
