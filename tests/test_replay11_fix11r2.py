@@ -242,3 +242,30 @@ def test_c10_a_script_missing_from_the_mounted_workspace_is_refused_before_any_n
         code, out, err = run_cli(capsys, *argv)
         assert code == 2 and "every node would fail with 'No such file'; nothing was started" in err, err
         assert not (team / "runs").exists() or not any((team / "runs").iterdir())
+
+
+def test_c11_a_node_0_killed_before_its_end_leaves_a_goodput_record_runs_show_accounts(tmp_path, monkeypatch):
+    """C11: a run ended by `nodeweave stop --grace 0` (node 0's entrypoint SIGKILLed, no close) read "goodput: - of
+    0 s productive; training 0 s" after 30 s of training: the periodic copy of node 0's timeline carried no time of
+    its own ("saved", which runs show accounts to for a record never ended), so the account ended at the launch."""
+    import json
+
+    from nodeweave.entrypoint.metrics.live import RECORD, Live
+    from nodeweave.runs.goodput import lines, run_goodput
+
+    class Settings(dict):
+        env = {"TMPDIR": str(tmp_path)}
+
+    live = Live(Settings(), print, launched=1000.0)
+    live.folders = [str(tmp_path)]
+    live.timeline["generations"].append({"generation": 0, "first": 1002.0, "last": 1030.0, "ended": None,
+                                         "fault": None, "stalls": [], "steps": []})
+    live.save(now=1031.0)  # the 5-s save; the process is then killed: no close()
+    kept = json.loads((tmp_path / RECORD).read_text())
+    assert kept["ended"] is None and kept["saved"] == 1031.0
+
+    class Entry:
+        path = tmp_path
+
+    said = lines(run_goodput(Entry()))
+    assert said and "of 31 s productive" in said[0] and "training 0 s" not in said[0], said
