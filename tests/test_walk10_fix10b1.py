@@ -212,7 +212,8 @@ def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeyp
     folder = tmp_path / "t0" / "nodeweave"
     folder.mkdir(parents=True)
     if kind == "node-records":
-        (folder / "goodput.json").write_text('{"generations": []}\n')
+        (folder / "jobs" / "j-29500").mkdir(parents=True)  # each job's records in its folder (left11a B8)
+        (folder / "jobs" / "j-29500" / "goodput.json").write_text('{"generations": []}\n')
     elif kind == "runs-folder":
         run = folder / "20261130T135000Z-j"
         run.mkdir()
@@ -222,8 +223,8 @@ def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeyp
     code, out, err = in_process(capsys, *argv)
     assert code == 2, (out, err)
     assert "no runs under" not in err and f"{folder} is a" in err, err
-    said = {"node-records": "node's own folder ($TMPDIR/nodeweave: goodput.json)", "plain": "not a run folder",
-            "runs-folder": "a folder of 1 run(s), not one run"}[kind]
+    said = {"node-records": "node's own folder ($TMPDIR/nodeweave: the records of jobs/j-29500)",
+            "plain": "not a run folder", "runs-folder": "a folder of 1 run(s), not one run"}[kind]
     assert said in err, err
 
 

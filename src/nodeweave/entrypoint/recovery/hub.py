@@ -57,7 +57,7 @@ class HubSide:
             # written once every node was told (the record is for --explain and doctor later: at 4,096 nodes its
             # whole verdict is ~0.1 s of JSON and disk that no node's role waits for any more)
             record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
-            keep(self.settings, decide.kept_by(book, 0))
+            keep(self.settings, self.plan.topology, decide.kept_by(book, 0))
             if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if ended and book.decision is not Decision.STOP:  # said once decided: a generation that never
@@ -81,7 +81,7 @@ class HubSide:
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
                 book = decide.closed(book, code, time.time())
-                keep(self.settings, book)
+                keep(self.settings, self.plan.topology, book)
                 if code == 0 and book.restarts:
                     self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
                 if code == 0:

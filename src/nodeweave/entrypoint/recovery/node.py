@@ -41,7 +41,7 @@ class NodeSide:
                 raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = Book.from_json(verdict.get("recovery") or {})
-            keep(self.settings, decide.kept_by(book, self.identity))
+            keep(self.settings, self.plan.topology, decide.kept_by(book, self.identity))
             self.carried = carried(book.to_json(public=True))
             if book.decision is Decision.STOP:
                 from .hub import say_stop

@@ -214,12 +214,13 @@ def user_stopped(received):
     return any(s in stops for s in received)
 
 
-def keep(settings, book):
-    """The book (``book.Book``) beside the check-in record, and in the run's folder when `nodeweave run` started
-    it: its JSON, as `nodeweave runs show`, `status` and a restarted container read it."""
-    from ..running.runstate import run_dir, state_root, write_json
+def keep(settings, topo, book):
+    """The book (``book.Book``) in this job's folder beside the check-in record (``runstate.job_dir``), and in
+    the run's folder when `nodeweave run` started it: its JSON, as `nodeweave runs show`, `status` and a restarted
+    container read it. ``topo``: the job's (its id and master port name the folder)."""
+    from ..running.runstate import job_dir_of, run_dir, write_json
 
-    paths = [os.path.join(state_root(settings.env), RECORD)]
+    paths = [os.path.join(job_dir_of(settings.env, topo), RECORD)]
     if settings.get("run_id"):
         paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
     data = book.to_json()
@@ -230,16 +231,19 @@ def keep(settings, book):
             pass  # a record for later reading; the job does not depend on it
 
 
-def last_book(settings):
-    """The recovery record this node kept last (node 0's book, a worker's copy) as a ``book.Book``, or None;
-    one an older nodeweave wrote reads too (``Book.from_json``)."""
+def last_book(settings, topo):
+    """The recovery record this node kept last for the job of ``topo`` (node 0's book, a worker's copy, in
+    ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
+    in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
+    (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
+    (docs/recovery.md)."""
     import json
 
-    from ..running.runstate import state_root
+    from ..running.runstate import job_dir_of
     from .book import Book
 
     try:
-        with open(os.path.join(state_root(settings.env), RECORD)) as f:
+        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
