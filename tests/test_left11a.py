@@ -3,6 +3,8 @@
 - B8: every record a node keeps of a job lives in the job's own folder, ``$TMPDIR/nodeweave/jobs/<job id>-<master
   port>/`` (``runstate.job_dir``), read back there by every reader: two jobs whose node 0s share a TMPDIR never
   write over, nor read, each other's check-in verdict, recovery book, goodput timeline or heat map.
+- B3: a person's stop of node 0 (Ctrl-C, `nodeweave stop`) ends the job on every node under recovery too; an
+  eviction's SIGTERM is still waited for.
 
 Real entrypoints on loopback (gloo, CPU; tests/recovery_harness.py), not mocks. Each test fails on the code before
 its fix.
@@ -118,3 +120,46 @@ def test_b8_every_reader_finds_the_records_in_the_jobs_folder(tmp_path, monkeypa
     assert "a node's own folder ($TMPDIR/nodeweave: the records of jobs/joba-2000, jobs/jobb-3000)" in why, why
     why = _no_run_folder(state / "jobs" / "jobb-3000", "x")
     assert "job's folder" in why and "recovery.json" in why, why
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "nodeweave stop", "SIGTERM"])
+def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_waited_for(tmp_path, how):
+    """B3: under recovery, Ctrl-C on node 0 left the others waiting up to wait_timeout for a node 0 that would not
+    come back. A person's stop of node 0 (Ctrl-C: SIGINT; `nodeweave stop`: its mark, then SIGTERM) ends the job on
+    every node, each saying so in one line (node 0 128+N, the others 5, a spare too); a bare SIGTERM (an eviction,
+    a preemption) is still waited for, node 0's restart policy bringing it back."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    from recovery_harness import ENTRY, finish, start, stop
+
+    env = {"NODEWEAVE_RUN_ID": "r1"} if how == "nodeweave stop" else {}
+    nodes = start(tmp_path, ["--steps", "400", "--interval", "0.2", "--save-every", "5"], spares=1, env=env)
+    try:
+        _wait_for_step(nodes[0], 6)
+        if how == "nodeweave stop":  # what `nodeweave stop --node 0` runs on node 0
+            argv, node_env, cwd = nodes[0].how
+            done = subprocess.run([*ENTRY, "--node", "stop", "--run", "r1", "--grace", "20"], env=node_env, cwd=cwd,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stdout + done.stderr
+        else:
+            nodes[0].proc.send_signal(getattr(signal, how))
+        code = nodes[0].wait(60)
+        assert code == (130 if how == "SIGINT" else 143), nodes[0].text()
+        if how == "SIGTERM":
+            time.sleep(12)
+            assert nodes[1].proc.poll() is None and nodes[2].proc.poll() is None, nodes[1].text()
+            assert "waiting up to 90s (wait_timeout) for node 0 to come back" in nodes[1].text(), nodes[1].text()
+            assert "then give up (exit 4)" in nodes[0].text(), nodes[0].text()
+            return
+        began = time.monotonic()
+        assert [nodes[1].wait(45), nodes[2].wait(45)] == [5, 5], [n.text() for n in nodes]
+        assert time.monotonic() - began < 45  # not wait_timeout (90 s here) waited out
+        said = "Ctrl-C" if how == "SIGINT" else "`nodeweave stop`"
+        assert f"a deliberate stop of node 0 ({said}) ends the job on every node" in nodes[0].text(), nodes[0].text()
+        for node in nodes[1:]:
+            assert "a deliberate stop of node 0 ends the job on every node" in node.text(), node.text()
+            assert "come back" not in node.text(), node.text()
+    finally:
+        stop(nodes)
+        finish(nodes, limit=5)

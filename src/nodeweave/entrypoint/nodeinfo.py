@@ -191,7 +191,7 @@ def stop(args, env):
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE
-    stopped = stop_runs(runs, grace) if runs else []
+    stopped = stop_runs(runs, grace, env=env) if runs else []
     left = any(r["left"] for r in stopped)
     return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK
 

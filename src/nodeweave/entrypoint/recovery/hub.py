@@ -73,6 +73,7 @@ class HubSide:
                              turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
+            watch.stop_asked = self._stop_asked  # `nodeweave stop` ends the job, never waited out (walk10 B3)
             if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:
@@ -96,6 +97,14 @@ class HubSide:
                 self.log(f"recovery: generation {book.generation} ended: {fault.why}")
                 ended = True
             hub = self._new_hub(hub)
+
+    def _stop_asked(self):
+        """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
+        eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
+        from ..running.runstate import STOP_ASKED, run_dir
+
+        run_id = self.settings.get("run_id")
+        return bool(run_id) and os.path.exists(os.path.join(run_dir(self.settings.env, run_id), STOP_ASKED))
 
     def _saves_before(self, hub):
         """Generation 0's line between another job's saves and this one's (``setup.saves_before``); node 0 come

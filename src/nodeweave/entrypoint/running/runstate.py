@@ -59,6 +59,7 @@ def job_dir_of(env, topo):
 
 
 AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
+STOP_ASKED = "stop-asked.json"  # in a run's folder: `--node stop` ended it on purpose (walk10 B3)
 
 
 def run_dir(env, run_id):
@@ -281,10 +282,17 @@ def _signal(members, table, sig, protected):
                 pass
 
 
-def stop_runs(runs, grace, poll=0.1):
-    """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run."""
+def stop_runs(runs, grace, poll=0.1, env=None):
+    """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run. Each run's
+    folder is marked first (:data:`STOP_ASKED`, with ``env``): a node 0 under recovery reads its SIGTERM as a
+    person ending the job, which ends on every node, not as an eviction the others wait out (walk10 B3)."""
     import signal
 
+    for run in runs if env is not None else ():
+        try:
+            write_json(os.path.join(run_dir(env, run["run_id"]), STOP_ASKED), {"at": time.time(), "pid": run["pid"]})
+        except OSError:
+            pass  # unmarked: node 0 under recovery then waits for itself as after an eviction
     protected = _protected()
     started = time.monotonic()
     table = process_table()
