@@ -5,6 +5,8 @@
   write over, nor read, each other's check-in verdict, recovery book, goodput timeline or heat map.
 - B3: a person's stop of node 0 (Ctrl-C, `nodeweave stop`) ends the job on every node under recovery too; an
   eviction's SIGTERM is still waited for.
+- B15: the saves already in the checkpoint folder as a job starts are said as the one judge found them: the cut-off
+  ones named, the step the newest complete save's.
 
 Real entrypoints on loopback (gloo, CPU; tests/recovery_harness.py), not mocks. Each test fails on the code before
 its fix.
@@ -163,3 +165,47 @@ def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_w
     finally:
         stop(nodes)
         finish(nodes, limit=5)
+
+
+def test_b15_the_saves_before_the_job_are_said_as_the_judge_found_them(tmp_path):
+    """B15: `--explain` under recovery said `checkpoint-1000: ... the save had not finished` and `checkpoint-500
+    (step 500), the newest complete save there`, then `already holds 4 save(s) up to step 1000`: the cut-off save
+    counted as the highest step. The count names the saves the one judge found cut off, and the step is the newest
+    complete save's, in the sentence, its JSON and node 0's start warning alike (``setup.earlier_saves``)."""
+    import cli_run
+    from test_recovery_checkpoints import trainer_checkpoint, write
+
+    ck = tmp_path / "ck"
+    trainer_checkpoint(ck, 500, weights="pytorch_model.bin")
+    trainer_checkpoint(ck, 1000, weights="pytorch_model.bin", state=False)  # cut off: no trainer_state.json
+    write(ck / "lightning_logs" / "version_0" / "checkpoints" / "epoch=3-step=400.ckpt")
+    write(ck / "run1" / "ckpt_200_rank0.pt")
+    write(ck / "model.pt")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    env = dict(os.environ, NODEWEAVE_NNODES="2", NODEWEAVE_NODE_RANK="0", NODEWEAVE_MASTER_ADDR="127.0.0.1",
+               NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR="ck", TMPDIR=str(tmp_path))
+    out = cli_run.entrypoint("--explain", "--json", "--", "train.py", cwd=tmp_path, env=env, capture_output=True,
+                             text=True)
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout)["faults"]["checkpoint_dir"]
+    line = row["meaning"]
+    assert "already holds 4 save(s) from before this job, 1 cut off (checkpoint-1000); the newest complete at step " \
+           "500 (checkpoint-500)" in line, line
+    assert "up to step 1000" not in line, line
+    before = row["scan"]["before_job"]
+    assert (before["saves"], before["up_to_step"], before["cut_off"]) == (4, 500, ["checkpoint-1000"]), before
+
+
+def test_b15_saves_before_the_job_none_complete_is_said_so(tmp_path):
+    """B15, the other member of the class: a folder whose saves are all cut off said `up to step N` of a save that
+    never finished; it says none of them is complete, naming the cut-off ones (node 0's start warning)."""
+    from nodeweave.entrypoint.recovery.setup import saves_before
+    from test_recovery_checkpoints import trainer_checkpoint
+
+    for step in (100, 200):
+        trainer_checkpoint(tmp_path, step, state=False)
+    said = []
+    assert saves_before(str(tmp_path), said.append) is not None
+    assert "already holds 2 save(s) from before this job, 2 cut off (checkpoint-200, checkpoint-100); none of them " \
+           "complete" in said[0], said
+    assert "up to step" not in said[0], said
