@@ -237,8 +237,7 @@ def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_sta
 def test_node_0_lost_and_restarted_the_others_wait_and_training_resumes_from_the_checkpoint(tmp_path):
     import signal
 
-    from job_records import job_record
-from recovery_harness import again
+    from recovery_harness import again
 
     nodes = start(tmp_path, RUN, spares=0)
     wait_for_step(nodes[0], 12)
@@ -261,8 +260,7 @@ def test_node_0_back_after_a_node_was_lost_for_good_takes_the_book_on_and_does_n
     import signal
     import time
 
-    from job_records import job_record
-from recovery_harness import again
+    from recovery_harness import again
 
     deadline = 240  # the check-in deadline a fresh job would wait out (a restart took 99 s at load 20, no DNS)
     nodes = start(tmp_path, ["--steps", "60", "--interval", "0.2", "--save-every", "5"], spares=1,
