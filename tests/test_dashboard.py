@@ -250,9 +250,9 @@ def test_the_page_shows_every_node_and_rank_of_a_running_job_and_marks_the_strag
         assert document["heat"]["ranks"] == ["0/0", "1/1"], document["heat"]
 
         # What node 0 keeps for the run's folder (heat.json beside goodput.json): the same straggler, after the job
-        kept = tmp_path / "n0" / "nodeweave" / "heat.json"
-        summary = wait_until(lambda: kept.is_file() and len(json.loads(kept.read_text())["columns"]) >= 2 and
-                             json.loads(kept.read_text()), 60)
+        kept = tmp_path / "n0" / "nodeweave" / "jobs"  # the job's folder (runstate.job_dir)
+        summary = wait_until(lambda: next((json.loads(p.read_text()) for p in kept.glob("*/heat.json")
+                                           if len(json.loads(p.read_text())["columns"]) >= 2), None), 60)
         assert summary, kept
         assert all(c["cells"]["1/1"] >= 1.1 > c["cells"]["0/0"] for c in summary["columns"][1:]), summary
         shown = run_state(tmp_path, {"job": "j"}, None, None, summary)["heat"]

@@ -69,7 +69,7 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
                         per_node_env={2: {"NODEWEAVE_NCCL_VERSION": "2.21.5"}})
     try:
         deadline = time.monotonic() + 30
-        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
             time.sleep(0.1)
         port = procs[0].args[procs[0].args.index("--master-port") + 1]
         env = one_machine_env({"PATH": os.environ["PATH"], "NNODES": "3", "NODE_RANK": "1",

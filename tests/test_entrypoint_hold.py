@@ -293,8 +293,8 @@ def test_explain_shows_each_nodes_role_in_text_and_json(tmp_path, pod, kind, ran
 
 def test_explain_on_a_node_left_out_says_so_and_why(tmp_path):
     """A node the running job left out (its kept book says so) explains itself as left out, with the reason."""
-    folder = tmp_path / "nodeweave"
-    folder.mkdir()
+    folder = tmp_path / "nodeweave" / "jobs" / "rj-29500"  # the job's folder (runstate.job_dir, left11a B8)
+    folder.mkdir(parents=True)
     (folder / "recovery.json").write_text(json.dumps({
         "generation": 1, "decision": "start", "members": [0, 2], "spares": [], "left_out": {"1": 1},
         "why": {"1": "node 1: its launcher failed (torchrun exited 1)"}, "role": "left out",

@@ -133,8 +133,8 @@ def test_a_killed_entrypoint_stops_the_others(tmp_path, victim):
     fake_torchrun(tmp_path)
     procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun")
     deadline = time.monotonic() + 30
-    record = tmp_path / f"n{victim}" / "nodeweave" / "checkin.json"
-    while not record.exists() and time.monotonic() < deadline:
+    record = tmp_path / f"n{victim}" / "nodeweave"
+    while not list(record.glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(0.5)
     procs[victim].kill()  # SIGKILL: no report, the connection just ends
@@ -154,7 +154,7 @@ def test_status_shows_every_node_as_node_0_sees_it(tmp_path):
                         per_node_env={2: {"NODEWEAVE_NPROC_PER_NODE": "2"}})
     try:
         deadline = time.monotonic() + 30
-        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
             time.sleep(0.1)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
@@ -177,7 +177,7 @@ def test_status_of_another_job_is_refused(tmp_path):
     procs = start_nodes(tmp_path, 2, ["train.py"], launcher="torchrun", env={"RUN_FOR": "30"})
     try:
         deadline = time.monotonic() + 30
-        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
             time.sleep(0.1)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",

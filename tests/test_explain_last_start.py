@@ -21,15 +21,17 @@ def explain(tmp_path, job):
 
 @pytest.mark.parametrize("recorded, shown", [("jobA", True), ("another-job", False), (None, False)])
 def test_the_last_start_shown_is_only_this_jobs(tmp_path, recorded, shown):
-    (tmp_path / "nodeweave").mkdir()
+    folder = tmp_path / "nodeweave" / "jobs" / "jobA-29500"  # the job's folder (runstate.job_dir; walk10 B8)
+    folder.mkdir(parents=True)
     fingerprint = {"job": recorded} if recorded else {}
-    (tmp_path / "nodeweave" / "checkin.json").write_text(json.dumps(
+    (folder / "checkin.json").write_text(json.dumps(
         {"verdict": {"decision": "start", "problems": []}, "fingerprint": fingerprint, "at": 1}))
     text = explain(tmp_path, "jobA")
     assert ("last start" in text) is shown, text
 
 
 def test_a_record_that_is_not_an_object_is_no_last_start(tmp_path):
-    (tmp_path / "nodeweave").mkdir()
-    (tmp_path / "nodeweave" / "checkin.json").write_text("[1, 2]")
+    folder = tmp_path / "nodeweave" / "jobs" / "jobA-29500"
+    folder.mkdir(parents=True)
+    (folder / "checkin.json").write_text("[1, 2]")
     assert "last start" not in explain(tmp_path, "jobA")

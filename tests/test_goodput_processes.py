@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from job_records import job_record
 from nodeweave.entrypoint.metrics.goodput import account
 from recovery_harness import finish, start
 
@@ -53,7 +54,7 @@ def test_the_accounted_goodput_matches_the_steps_the_workload_kept(tmp_path):
                                                  "NODEWEAVE_METRICS": "off"})
     codes = finish(nodes)
     assert codes == [0, 0, 0], [n.text() for n in nodes]
-    timeline = json.loads((tmp_path / "n0" / "nodeweave" / "goodput.json").read_text())
+    timeline = json.loads(job_record(tmp_path / "n0", "goodput.json").read_text())
     assert timeline["launched"] >= began and timeline["ended"] is not None
     assert [g["generation"] for g in timeline["generations"]] == [0, 1]
     assert timeline["generations"][0]["fault"]["resumed_step"] == 15

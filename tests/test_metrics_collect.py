@@ -37,7 +37,7 @@ class Watch:
         now = time.monotonic()
         self.clock, self.node_gpus = time.monotonic, None
         self.hub = type("Hub", (), {})()
-        self.hub.own_fp = {"rank": 0, "hostname": "gpu0", "job": "t"}
+        self.hub.own_fp = {"rank": 0, "hostname": "gpu0", "job": "t", "master_port": 29500}
         self.hub.peers = [Peer(r, now) for r in range(1, nodes)]
         views = [{"node": n, "rank": n * ranks + i, "host": f"gpu{n}", "seq": 100 + i, "inside_s": 1.25 + i,
                   "outside_s": 4.0, "state": "S", "since_s": 0.1, "fr_enqueued": -1} for n in range(nodes)
@@ -52,7 +52,7 @@ class Watch:
 
 
 def live_of(tmp_path, watch):
-    live = Live(Settings(tmp_path), lambda line: None)
+    live = Live(Settings(tmp_path), lambda line: None, job=("t", 29500))
     live.watch = watch  # as watching() would, without the recorder thread and the server
     live.generation = {"generation": 0, "began": time.time(), "first": None, "last": None, "ended": None,
                        "fault": None, "stalls": [], "steps": []}
@@ -129,7 +129,7 @@ def test_the_recorder_keeps_the_per_rank_heat_map_beside_the_goodput_timeline(tm
     from pathlib import Path
 
     from nodeweave.entrypoint.metrics import heat
-    from nodeweave.entrypoint.running.runstate import state_root
+    from nodeweave.entrypoint.running.runstate import job_dir
 
     watch = Watch(2, 1)
     live = live_of(tmp_path, watch)
@@ -139,7 +139,7 @@ def test_the_recorder_keeps_the_per_rank_heat_map_beside_the_goodput_timeline(tm
                                   for v in watch.stall.last_views]
         live.tick(now=start + beat)
     live.save(start + 25)
-    kept = json.loads((Path(state_root(live.env)) / heat.RECORD).read_text())
+    kept = json.loads((Path(job_dir(live.env, "t", 29500)) / heat.RECORD).read_text())
     assert kept["schema"] == heat.SCHEMA and len(kept["columns"]) == 2
     assert kept["columns"][0]["cells"] == {"1/1": 1.3, "0/0": 1.0}
 

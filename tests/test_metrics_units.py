@@ -156,7 +156,7 @@ class _Settings:
 
 class _Watch:
     def __init__(self, job):
-        self.hub = type("Hub", (), {"own_fp": {"job": job}})()
+        self.hub = type("Hub", (), {"own_fp": {"job": job, "master_port": 29500}})()
 
 
 def _node_0_came_back(tmp_path, kept, book_generation=2, job="j"):
@@ -168,8 +168,8 @@ def _node_0_came_back(tmp_path, kept, book_generation=2, job="j"):
 
     from nodeweave.entrypoint.metrics.live import Live
 
-    folder = tmp_path / "nodeweave"
-    folder.mkdir(exist_ok=True)
+    folder = tmp_path / "nodeweave" / "jobs" / f"{job}-29500"  # the job's folder (runstate.job_dir)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "goodput.json").write_text(json.dumps(kept))
     (folder / "recovery.json").write_text(json.dumps({
         "generation": book_generation, "step": 80, "resume_from": "/ckpt/step-80",
@@ -257,7 +257,7 @@ def test_a_stall_the_watch_still_reports_after_the_generations_fault_is_not_reco
 
     stall = type("Stall", (), {"last_views": [], "verdicts": {"stall": {"for_s": 4.0}}})()
     failed = []
-    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j"}})(), "stall": stall,
+    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j", "master_port": 29500}})(), "stall": stall,
                                "fault": lambda self: failed[0] if failed else None, "over": lambda self: False})()
     live = Live(_Settings(tmp_path), lambda line: None)
     live.thread = threading.Thread(target=lambda: None)

@@ -85,10 +85,11 @@ def test_a_stopped_record_from_before_issue_41_still_ends_a_restarted_container(
     policy brings back must still read it and not start the job again over the same checkpoints."""
     from nodeweave.entrypoint.planning.settings import parse
     from nodeweave.entrypoint.recovery.generations import Generations
+    from nodeweave.entrypoint.recovery.roles import plan_node
     from nodeweave.entrypoint.recovery.setup import last_book
 
-    folder = tmp_path / "nodeweave"
-    folder.mkdir()
+    folder = tmp_path / "nodeweave" / "jobs" / "nodeweave-29500"  # the job's folder (runstate.job_dir)
+    folder.mkdir(parents=True)
     (folder / "recovery.json").write_text(json.dumps({
         "generation": 2, "restarts": 3, "members": [0, 2], "spares": [], "left_out": {"1": 2, "3": 1},
         "why": "restart budget spent: 2 restart(s) (recovery.max_restarts); the last fault: node 3: crashed",
@@ -98,11 +99,12 @@ def test_a_stopped_record_from_before_issue_41_still_ends_a_restarted_container(
         "decision": "stop", "code": EXIT_GAVE_UP, "role": "member", "reason": None}))
     env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on"}
     settings = parse(["--node-rank", "0", "--master-addr", "127.0.0.1", "--", "train.py"], env)
-    book = last_book(settings)
+    topo = plan_node(settings, partial=True).topology
+    book = last_book(settings, topo)
     assert book.why == {} and book.ended.startswith("restart budget spent") and book.code == EXIT_GAVE_UP
     assert book.history[0].cause is Cause.UNKNOWN and book.role_of(1) is Role.OUT_FOR_GOOD
     said = []
-    assert Generations(settings, said.append).ended_before() == EXIT_GAVE_UP
+    assert Generations(settings, said.append).ended_before(plan_node(settings, partial=True)) == EXIT_GAVE_UP
     assert "this container's job already ended (exit 8: restart budget spent" in said[0]
 
 
@@ -110,12 +112,13 @@ def test_a_record_nobody_can_read_is_as_if_none_was_kept(tmp_path):
     from nodeweave.entrypoint.planning.settings import parse
     from nodeweave.entrypoint.recovery.setup import last_book
 
-    folder = tmp_path / "nodeweave"
-    folder.mkdir()
+    folder = tmp_path / "nodeweave" / "jobs" / "nodeweave-29500"
+    folder.mkdir(parents=True)
     settings = parse(["--", "train.py"], {"TMPDIR": str(tmp_path)})
+    topo = type("Topology", (), {"job_id": "nodeweave", "master_port": type("Port", (), {"value": 29500})})()
     for text in ("[1, 2]", '{"members": "zero"}', "not json"):
         (folder / "recovery.json").write_text(text)
-        assert last_book(settings) is None, text
+        assert last_book(settings, topo) is None, text
 
 
 def test_the_book_cannot_be_changed_in_place():

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from job_records import job_record
 from recovery_harness import again, done, finish, resumed, start, steps
 
 pytest.importorskip("torch")
@@ -15,7 +16,7 @@ RUN = ["--steps", "30", "--interval", "0.2", "--save-every", "5"]
 
 
 def book(tmp_path, node=0):
-    return json.loads((tmp_path / f"n{node}" / "nodeweave" / "recovery.json").read_text())
+    return json.loads(job_record(tmp_path / f"n{node}").read_text())
 
 
 def texts(nodes):

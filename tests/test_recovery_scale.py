@@ -188,7 +188,7 @@ def test_a_node_whose_connect_back_fails_at_the_regather_is_left_out_not_the_job
     assert "node(s) 3 checked in again but node 0 cannot reach them: left out" in said, said
     assert (result["generations"], result["restarts"]) == (1, 1), result
     assert result["roles"] == {"member": 3, "left out": 2}, result  # node 2 (its launcher failed) and node 3
-    [kept] = tmp_path.glob("*/nodeweave/recovery.json")  # node 0's book, in the run's own folder
+    [kept] = tmp_path.glob("*/nodeweave/jobs/*/recovery.json")  # node 0's book, in the job's own folder
     book = json.loads(kept.read_text())
     assert book["members"] == [0, 1, 4, 5] and book["left_out"] == {"2": 1, "3": 1}, book
     assert book["why"]["3"].startswith("node 0 could not connect back to a port the node opened: connecting to "), book

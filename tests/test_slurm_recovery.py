@@ -100,7 +100,8 @@ def _exits(text: str) -> dict:
 
 
 def _book(folder: Path) -> dict:
-    return json.loads((folder / "nodes" / NAMES[0] / "nodeweave" / "recovery.json").read_text())
+    [book] = (folder / "nodes" / NAMES[0] / "nodeweave").glob("jobs/*/recovery.json")  # the job's folder
+    return json.loads(book.read_text())
 
 
 def test_a_killed_rank_on_slurm_is_left_out_the_spare_takes_its_place_and_training_resumes(cluster, tmp_path):

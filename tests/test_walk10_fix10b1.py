@@ -212,7 +212,8 @@ def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeyp
     folder = tmp_path / "t0" / "nodeweave"
     folder.mkdir(parents=True)
     if kind == "node-records":
-        (folder / "goodput.json").write_text('{"generations": []}\n')
+        (folder / "jobs" / "j-29500").mkdir(parents=True)  # each job's records in its folder (left11a B8)
+        (folder / "jobs" / "j-29500" / "goodput.json").write_text('{"generations": []}\n')
     elif kind == "runs-folder":
         run = folder / "20261130T135000Z-j"
         run.mkdir()
@@ -222,15 +223,16 @@ def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeyp
     code, out, err = in_process(capsys, *argv)
     assert code == 2, (out, err)
     assert "no runs under" not in err and f"{folder} is a" in err, err
-    said = {"node-records": "node's own folder ($TMPDIR/nodeweave: goodput.json)", "plain": "not a run folder",
-            "runs-folder": "a folder of 1 run(s), not one run"}[kind]
+    said = {"node-records": "node's own folder ($TMPDIR/nodeweave: the records of jobs/j-29500)",
+            "plain": "not a run folder", "runs-folder": "a folder of 1 run(s), not one run"}[kind]
     assert said in err, err
 
 
 def test_node_0_stopped_under_recovery_says_what_the_others_do(monkeypatch):
     """B3: Ctrl-C on node 0 of a job under recovery said `the others are told to stop (a stop, not a failure)`,
     and the others said `node 0 decides the next generation`, while they waited up to wait_timeout for a node 0
-    that would not come back; both lines say that wait, and node 0's how to end the job now."""
+    that would not come back; both lines say that wait, and node 0's how to end the job now. (Since left11a B3 a
+    Ctrl-C ends the job on every node, tests/test_left11a.py: the wait is an eviction's SIGTERM's.)"""
     import time
 
     from loopback_hub import Cluster, Launcher
@@ -245,7 +247,7 @@ def test_node_0_stopped_under_recovery_says_what_the_others_do(monkeypatch):
     hub_watch.start(launchers[0].stop)
     link.start(launchers[1].stop)
     try:
-        hub_watch.finish(130, "torchrun exited 1 after SIGINT", [], stopped="SIGINT")
+        hub_watch.finish(143, "torchrun exited 1 after SIGTERM", [], stopped="SIGTERM")
         deadline = time.monotonic() + 20
         while not any("stopping this node's launcher" in line for line in logs[1]) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -253,7 +255,7 @@ def test_node_0_stopped_under_recovery_says_what_the_others_do(monkeypatch):
         link.close()
         cluster.close()
     said = " ".join(logs[0])
-    assert "stopped on SIGINT (Ctrl-C)" in said and "the others are told to stop" not in said, said
+    assert "stopped on SIGTERM" in said and "the others are told to stop" not in said, said
     assert "the others wait up to 123s (wait_timeout) for node 0 to come back" in said, said
     heard = " ".join(logs[1])
     assert "was stopped" in heard and "waiting up to 123s (wait_timeout) for node 0 to come back" in heard, heard

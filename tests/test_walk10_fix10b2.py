@@ -341,12 +341,14 @@ def test_every_name_the_stepless_hint_shows_is_taken(name):
 
 def test_the_saves_before_the_job_are_said_counted_not_judged():
     """B15: `already holds 4 save(s) up to step 1000` counted a save that was cut off (the row named it unfinished
-    a line before): the sentence says the count is of saves found, complete or not."""
-    from nodeweave.entrypoint.recovery.checkpoints import Saved
+    a line before): the sentence says the count is of saves found, complete or not. (Since left11a B15 the judge's
+    verdicts are said: tests/test_left11a.py.)"""
+    from nodeweave.entrypoint.recovery.checkpoints import Checkpoint, Saved
     from nodeweave.entrypoint.recovery.setup import earlier_saves
 
-    line = earlier_saves("ck", Saved(4, 1000.0, 1000), now=5000.0)
-    assert "4 save(s) up to step 1000" in line and "complete or cut off alike" in line
+    line = earlier_saves("ck", Saved(4, 1000.0, 500, Checkpoint("ck/checkpoint-500", 500, "hf-trainer", "ok"),
+                                     [("ck/checkpoint-1000", "hf-trainer: cut off")]), now=5000.0)
+    assert "4 save(s) from before this job, 1 cut off (checkpoint-1000); the newest complete at step 500" in line
 
 
 def test_top_wide_draws_more_than_the_table():

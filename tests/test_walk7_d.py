@@ -43,7 +43,8 @@ def test_the_finder_hands_out_only_saves_written_since_the_job_started(tmp_path)
     path, step, _ = newest_checkpoint(str(folder), lines.append, written_after=saved.newest)
     assert (path, step) == (str(folder / "step-20.pt"), 20)
     assert lines[-1] == ("recovery: passed over 2 save(s) written before this job started (step-30.pt .. "
-                         "step-70.pt, up to step 70): another run's, never handed out"), lines
+                         "step-70.pt, named up to step 70; complete or cut off alike, not judged): another run's, "
+                         "never handed out"), lines  # left11a B15
     assert newest_checkpoint(str(folder), lines.append)[1] == 70  # no line given (an older book): as before
 
 
@@ -68,8 +69,8 @@ def test_explain_says_the_saves_already_there_are_never_handed_out(tmp_path):
     out = cli_run.entrypoint("--explain", "--json", "--", "t.py",
                          cwd=tmp_path, env=env, capture_output=True, text=True)
     line = json.loads(out.stdout)["faults"]["checkpoint_dir"]["meaning"]
-    assert "already holds 1 save(s) up to step 70 (the newest 10 min old; complete or cut off alike: counted, not " \
-           "judged) from before this job: node 0 never hands them out" in line, line  # walk10 B15
+    assert "already holds 1 save(s) from before this job; the newest complete at step 70 (step-70.pt) (the newest " \
+           "written 10 min ago): node 0 never hands them out" in line, line  # walk10 B15, left11a B15
 
 
 def test_a_job_over_another_jobs_saves_resumes_from_its_own(tmp_path):
@@ -82,8 +83,8 @@ def test_a_job_over_another_jobs_saves_resumes_from_its_own(tmp_path):
     assert codes == [0, 0, 0], [node.text() for node in nodes]
     assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]
     log = nodes[0].text()
-    assert "already holds 1 save(s) up to step 100" in log and "from before this job" in log, log
-    assert "passed over 1 save(s) written before this job started (step-100.pt, up to step 100)" in log, log
+    assert "already holds 1 save(s) from before this job; the newest complete at step 100" in log, log
+    assert "passed over 1 save(s) written before this job started (step-100.pt, named up to step 100;" in log, log
 
 
 # --- B18: what the entrypoint sets for its ranks, already in its own environment ------------------------------------
@@ -442,7 +443,8 @@ def test_explain_json_carries_the_checkpoint_scan_as_data(tmp_path):
     assert (scan["folder"], scan["newest_complete"], scan["step"], scan["layout"]) == \
         (str(folder), str(folder / "step-200.pt"), 200, "file"), scan
     assert [p["path"] for p in scan["passed_over"]] == ["step-300.pt"] and "cut off" in scan["passed_over"][0]["why"]
-    assert scan["before_job"]["saves"] == 3 and scan["before_job"]["up_to_step"] == 300, scan
+    assert scan["before_job"]["saves"] == 3 and scan["before_job"]["up_to_step"] == 200, scan  # left11a B15:
+    assert scan["before_job"]["cut_off"] == ["step-300.pt"], scan  # the newest complete step, the cut-off named
 
 
 # --- B29: the local target past what one machine holds ----------------------------------------------------------------

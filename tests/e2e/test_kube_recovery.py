@@ -107,8 +107,8 @@ def test_a_deleted_statefulset_pod_is_recreated_rejoins_and_the_spare_has_taken_
     # The recreated pod checked in again, was told it is out of this job, and waited for its end.
     assert "generation 1: this node is LEFT OUT of the job: node 1" in logs[PODS[1]], logs[PODS[1]]
     assert "RECOVERY-STEP" not in logs[PODS[1]], "the recreated pod never trained again"
-    book = json.loads((Path(env["STANDIN_STATE"]) / "emptydir" / PODS[0] / "tmp" / "nodeweave" /
-                       "recovery.json").read_text())
+    [kept] = (Path(env["STANDIN_STATE"]) / "emptydir" / PODS[0] / "tmp" / "nodeweave").glob("jobs/*/recovery.json")
+    book = json.loads(kept.read_text())
     assert (book["decision"], book["generation"], book["members"]) == ("done", 1, [0, 2]), book
     assert [h["node"] for h in book["history"]] == [1] and book["history"][0]["cause"] in ("lost", "crash"), book
     _kubectl(env, "delete", "-n", "e2e", "-k", str(tmp_path / "out" / "manifests" / "base"))

@@ -133,11 +133,13 @@ def _inspect(engine, name, template):
 
 
 def _record(engine, name, tmp_path):
-    """The recovery record the node kept (``$TMPDIR/nodeweave/recovery.json``), read from its stopped container."""
-    target = tmp_path / f"{name}-recovery.json"
-    subprocess.run([engine.kind, "cp", f"{name}:/tmp/nodeweave/recovery.json", str(target)], check=True,
+    """The recovery record the node kept (``$TMPDIR/nodeweave/jobs/<job id>-<master port>/recovery.json``), read
+    from its stopped container."""
+    target = tmp_path / f"{name}-state"
+    subprocess.run([engine.kind, "cp", f"{name}:/tmp/nodeweave", str(target)], check=True,
                    capture_output=True, timeout=60)
-    return json.loads(target.read_text())
+    [book] = target.glob("jobs/*/recovery.json")
+    return json.loads(book.read_text())
 
 
 def _worlds(logs):

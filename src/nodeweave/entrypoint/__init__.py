@@ -102,8 +102,9 @@ One JSON object; keys are only ever added under this schema name::
                   (--explain only; what this node does on a fault, in this order: "recovery", under recovery
                    "nodes", "spares", "checkpoint_dir" (meaning names the checkpoint it would hand out now;
                    its "scan" the same as data: {"folder", "newest_complete", "step", "layout", "passed_over":
-                   [{"path", "why"}], "before_job": null | {"saves", "up_to_step", "newest_saved"}}, the saves
-                   already there, none of which a job starting now hands out),
+                   [{"path", "why"}], "before_job": null | {"saves", "up_to_step", "newest_saved", "cut_off"}},
+                   the saves already there, none of which a job starting now hands out: up_to_step is the
+                   newest complete one's, cut_off the newer ones cut off),
                    "recovery_max_restarts", "no_progress_restarts", "warm_start"; then "stall_warn",
                    "stall_timeout", "straggler_fault", "max_restarts" (when set), "metrics", "metrics_port")
       "mode": "run"|"hold"   (hold: the node plans, prints its plan and launches nothing; each `nodeweave run`

@@ -37,8 +37,9 @@ def _resume_from(settings, folder):
     """(which checkpoint node 0 would hand out now, in words; the same as data, or None) -- a live node only: a
     captured tree has no folder. The data is what a pre-flight script reads from ``--explain --json`` (walk7 B28:
     it was only inside the prose): ``{"folder", "newest_complete", "step", "layout", "passed_over": [{"path",
-    "why"}], "before_job": {"saves", "up_to_step", "newest_saved"} | None, "resume_from"}``: ``newest_complete``
-    is the newest complete save there, ``resume_from`` what a fault would hand out (None while every save there
+    "why"}], "before_job": {"saves", "up_to_step", "newest_saved", "cut_off"} | None, "resume_from"}``:
+    ``before_job``'s ``up_to_step`` is the newest complete save's, ``cut_off`` the newer saves cut off;
+    ``newest_complete`` is the newest complete save there, ``resume_from`` what a fault would hand out (None while every save there
     is from before the job: walk8 B9)."""
     if settings.sysroot not in ("/", "", None):
         return "not looked at (a captured tree, --sysroot)", None
@@ -64,7 +65,8 @@ def _resume_from(settings, folder):
     earlier = already_saved(path)
     if earlier is not None:
         scan["before_job"] = {"saves": earlier.count, "up_to_step": earlier.step,
-                              "newest_saved": round(earlier.newest, 3)}
+                              "newest_saved": round(earlier.newest, 3),
+                              "cut_off": [os.path.relpath(where, path) for where, _ in earlier.cut_off]}
     scan["resume_from"] = None if earlier is not None else found  # what a fault would resume from: none of those
     earlier = f"; but {earlier_saves(path, earlier)}" if earlier is not None else ""
     if found is None:

@@ -44,10 +44,9 @@ def run(settings, log):
             policy = Generations(settings, log, start)
         else:
             policy = OneGeneration(start)
-        ended = policy.ended_before()
+        ended = start.prepare(policy.requires, policy.ended_before)
         if ended is not None:
             return ended
-        start.prepare(policy.requires)
     except EntrypointError as err:
         # refused before its check-in: the settings go with the refusal (``refused_before_checkin``)
         err.settings = settings
@@ -70,7 +69,7 @@ class OneGeneration:
     def __init__(self, start):
         self.start = start
 
-    def ended_before(self):
+    def ended_before(self, plan):
         return None  # nothing is kept between starts without recovery
 
     def requires(self, plan):
@@ -109,15 +108,20 @@ class Start:
         self.root = Root(settings.sysroot)
         self.plan = self.checkin = self.checkin_settings = None
 
-    def prepare(self, requires=None):
+    def prepare(self, requires=None, ended_before=None):
         """Plan the node, check its script, make the check-in ready (node 0 listens from here on), wait for the
         master, check rank 0 is this machine; ``requires(plan)`` is the policy's own refusal. Raises
-        EntrypointError with the documented exit code."""
+        EntrypointError with the documented exit code. ``ended_before(plan)``: the exit code of a job this
+        container already ended (its records are the plan's job's: ``runstate.job_dir``), returned at once
+        before anything else; None otherwise."""
         from .planning.consistency import start_problem
         from .recovery.roles import plan_node, planning_settings
 
         settings = self.settings
         plan = plan_node(settings)  # a refusal from here on reaches node 0 through run's err.settings
+        ended = ended_before(plan) if ended_before is not None else None
+        if ended is not None:
+            return ended
         problem = start_problem(plan.launch, settings, os.getcwd())
         if problem:  # here, once, before any wait: not in every rank the launcher would start, nor after check-in
             raise problem
@@ -156,9 +160,8 @@ class Start:
                                                   "reason": str(own), "rank": 0, "own": True})
             elif own:
                 raise own
-        plan = self._wait(plan)
-        self.plan = plan
-        return plan
+        self.plan = self._wait(plan)
+        return None
 
     def _leftover_port_freed(self, plan, busy, grace=60.0):
         """``busy``, or None once the master port frees within ``grace`` seconds, for a node 0 that comes back under
@@ -169,7 +172,7 @@ class Start:
         from .recovery.setup import last_book
         from .running.selfcheck import master_port_busy
 
-        if last_book(self.settings) is None:
+        if last_book(self.settings, plan.topology) is None:
             return busy
         self.log(f"{busy.split(';')[0]}: this node kept a recovery record, so its own launcher of before may hold "
                  f"it; waiting up to {grace:.0f} s for it to end")
@@ -239,10 +242,12 @@ class Start:
         """Run the launcher as this process's only child (supervised: signals passed on once, a stop is 128+N),
         or, a plain ``command`` nobody watches, exec it in this process's place."""
         if launch.plan.launch.launcher in SUPERVISED or launch.watch is not None:
+            from .running.runstate import job_dir_of
             from .running.supervise import run_supervised
 
             return run_supervised(launch.executable, launch.argv, launch.environ, watch=launch.watch,
-                                  received=received, warm=warm)
+                                  received=received, warm=warm,
+                                  records=job_dir_of(launch.environ, launch.plan.topology))
         try:
             os.execve(launch.executable, launch.argv, launch.environ)
         except OSError as err:

@@ -119,11 +119,28 @@ def status(args, env):
 
 
 def _recovery(env):
-    """This node's last recovery record (docs/recovery.md): the generation, its role in it, the spares."""
-    book = read_json(os.path.join(state_root(env), "recovery.json"))
-    if not book:
+    """This node's last recovery record (docs/recovery.md): the generation, its role in it, the spares; ``job``
+    names the job folder it was read from. Each job keeps its book in its own folder
+    (``$TMPDIR/nodeweave/jobs/<job id>-<master port>/recovery.json``, ``runstate.job_dir``; walk10 B8): the one
+    written last is this node's last, another job's beside it is never mixed in."""
+    root = os.path.join(state_root(env), "jobs")
+    try:
+        names = os.listdir(root)
+    except OSError:
         return None
-    return {k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares", "left_out")}
+    found = []
+    for name in names:
+        path = os.path.join(root, name, "recovery.json")
+        try:
+            found.append((os.stat(path).st_mtime, name, path))
+        except OSError:
+            continue
+    for _, name, path in sorted(found, reverse=True):
+        book = read_json(path)
+        if isinstance(book, dict):
+            return dict({k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares",
+                                                   "left_out")}, job=name)
+    return None
 
 
 def read_options(action, args):
@@ -174,7 +191,7 @@ def stop(args, env):
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE
-    stopped = stop_runs(runs, grace) if runs else []
+    stopped = stop_runs(runs, grace, env=env) if runs else []
     left = any(r["left"] for r in stopped)
     return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK
 

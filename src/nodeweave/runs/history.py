@@ -234,7 +234,7 @@ def one_run(entry: RunEntry) -> RunEntry:
     return entry.points[-1] if entry.kind == "sweep" and entry.points else entry
 
 
-NODE_RECORDS = ("goodput.json", "recovery.json", "heat.json", "checkin.json")  # a node's $TMPDIR/nodeweave
+NODE_RECORDS = ("goodput.json", "recovery.json", "heat.json", "checkin.json")  # $TMPDIR/nodeweave/jobs/<job>-<port>/
 
 
 def _no_run_folder(folder: Path, wanted: str) -> str:
@@ -245,10 +245,18 @@ def _no_run_folder(folder: Path, wanted: str) -> str:
         return (f"{wanted} is a folder of {len(runs)} run(s), not one run: give one of them, e.g. "
                 f"{folder / runs[-1].run_id}, or its id with --runs-dir {wanted}")
     kept = [name for name in NODE_RECORDS if (folder / name).is_file()]
+    jobs = folder / "jobs"  # each job's records in a folder of its own (walk10 B8)
+    held = sorted(f"jobs/{p.name}" for p in jobs.iterdir() if p.is_dir() and any((p / n).is_file()
+                                                                                 for n in NODE_RECORDS)) \
+        if jobs.is_dir() else []
+    then = ("not a run folder (no run.json): only a run `nodeweave run` started has one, which it fills from these "
+            "when the run ends; a job started without it keeps them there as they are (JSON, docs/observability.md)")
     if kept:
-        return (f"{wanted} is a node's own folder ($TMPDIR/nodeweave: {', '.join(kept)}), not a run folder (no "
-                "run.json): only a run `nodeweave run` started has one, which it fills from these when the run "
-                "ends; a job started without it keeps them there as they are (JSON, docs/observability.md)")
+        return (f"{wanted} is a job's folder of a node's own ($TMPDIR/nodeweave/jobs/<job id>-<master port>: "
+                f"{', '.join(kept)}), {then}")
+    if held:
+        return (f"{wanted} is a node's own folder ($TMPDIR/nodeweave: the records of {', '.join(held[-5:])}), "
+                f"{then}")
     return (f"{wanted} is a folder but not a run folder (no run.json, no sweep.json); accepted: a run id "
             "(`nodeweave runs ls`), a unique prefix, a run folder's path, or last")
 

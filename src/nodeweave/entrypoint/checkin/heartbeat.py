@@ -85,6 +85,9 @@ class Watch(WatchSurface):
         self.stall = None            # stall.watcher.StallWatch, when the ranks are watched (use_stall)
         self.failed_at = None        # when the first failure was heard (recovery's time to recover counts from it)
         self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
+        self.job_ended = False       # node 0 was stopped on purpose and told every node the job ends (walk10 B3)
+        self.own_stop = None         # the stop signal this node was sent, once its launcher ended on it
+        self.stop_asked = lambda: False  # recovery's node 0: `nodeweave stop` asked for this stop (its mark)
 
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
@@ -117,9 +120,11 @@ class Watch(WatchSurface):
         if missed:
             stop_launcher(GRACE_S)
 
-    def _stop_for(self, label, report, code=EXIT_PEER_FAILED, hub_gone=False):
+    def _stop_for(self, label, report, code=EXIT_PEER_FAILED, hub_gone=False, job_ends=False):
         """A peer failed (or the job stalled): say so, and stop this node's launcher (once). ``hub_gone``: the
-        peer is node 0 itself, which under recovery cannot decide what follows: this node waits for it."""
+        peer is node 0 itself, which under recovery cannot decide what follows: this node waits for it.
+        ``job_ends``: node 0 was stopped on purpose (Ctrl-C, `nodeweave stop`) and ends the job on every node,
+        recovery or not (walk10 B3): this node ends too, exit ``code``."""
         with self.lock:
             if self.failure is not None:
                 return
@@ -134,7 +139,11 @@ class Watch(WatchSurface):
         # is noise under the line that says why); the stopper's own file where no stall watch runs
         aside = (self.stall.aside_path() if self.stall is not None else getattr(stop, "aside", None)) if stop else None
         why = "stalled" if code == EXIT_STALLED else "another node was stopped" if stopped else "another node failed"
-        then = (f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
+        if job_ends:
+            self.job_ended = True
+        then = (f"(exit {code}: {why}): a deliberate stop of node 0 ends the job on every node, under recovery too"
+                if job_ends else
+                f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
                 "restart policy) and checking in with it again" if self.recovery and hub_gone else
                 "for recovery (node 0 decides the next generation)" if self.recovery else f"(exit {code}: {why})")
         then += f"; its output from here on: {aside}" if aside else ""
@@ -160,15 +169,26 @@ class Watch(WatchSurface):
         self.log(said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
                               self._after_own_stop()))
 
+    def ends_job(self, stopped):
+        """Node 0 was stopped by a person: Ctrl-C (SIGINT), or any stop `nodeweave stop` asked for (its mark in the
+        run's folder). That ends the job on every node, recovery or not; another SIGTERM (an eviction, a
+        preemption, a container's restart) is what recovery waits out for node 0 to come back (walk10 B3)."""
+        return stopped == "SIGINT" or bool(self.stop_asked())
+
     def _after_own_stop(self):
         """What the other nodes do once this node was stopped. Under recovery a stop ends a generation, not the
-        job (walk10 B3: node 0 said the others were told to stop while they waited up to wait_timeout for it)."""
+        job (walk10 B3: node 0 said the others were told to stop while they waited up to wait_timeout for it),
+        except node 0 stopped on purpose (``ends_job``), which ends it on every node."""
         if not self.recovery:
             return "the others are told to stop (a stop, not a failure)"
+        if isinstance(self, HubWatch) and self.ends_job(self.own_stop):
+            how = "Ctrl-C" if self.own_stop == "SIGINT" else "`nodeweave stop`"
+            return (f"the others are told to stop: a deliberate stop of node 0 ({how}) ends the job on every node, "
+                    "under recovery too (a stop, not a failure)")
         if isinstance(self, HubWatch):
             return (f"under recovery the others wait up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come "
-                    "back (its restart policy), then give up (exit 4); to end the job now, stop every node "
-                    "(`nodeweave stop`, or Ctrl-C on each)")
+                    "back (its restart policy: an eviction's SIGTERM), then give up (exit 4); to end the job now, "
+                    "Ctrl-C node 0 or `nodeweave stop`")
         return ("node 0 is told, and under recovery decides what follows: the job goes on without this node when "
                 "a spare or its minimum allows, else it ends")
 
@@ -264,8 +284,9 @@ class LinkWatch(LinkStall, Watch):
             except ExchangeError:
                 pass
             code = EXIT_STALLED if message.get("code") == EXIT_STALLED else EXIT_PEER_FAILED
-            self._stop_for(str(message.get("node")), message, code,
-                           hub_gone=bool(message.get("hub") and message.get("stopped")))
+            hub_stopped = bool(message.get("hub") and message.get("stopped"))
+            self._stop_for(str(message.get("node")), message, code, hub_gone=hub_stopped and not message.get("ends"),
+                           job_ends=hub_stopped and bool(message.get("ends")))
             return True
         if kind in ("stacks", "report"):
             self.stall_message(message)
@@ -588,6 +609,7 @@ class HubWatch(HubStall, Watch):
         report = {"how": how, "tail": [] if stopped else tail[-TAIL_LINES:]}
         if stopped:
             report["stopped"] = stopped
+            self.own_stop = stopped
             if self.failure is None and code != 0:
                 self._say_stopped(stopped, code, aside)
         if error:
@@ -606,6 +628,8 @@ class HubWatch(HubStall, Watch):
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             if stopped:
                 news["stopped"], news["hub"] = stopped, True  # node 0 itself: under recovery the others wait for it
+                if self.recovery and self.ends_job(stopped):  # a person stopped it: the job ends (walk10 B3)
+                    news["ends"] = True
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
             self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:

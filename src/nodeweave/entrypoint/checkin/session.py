@@ -49,10 +49,13 @@ def say_verdict(verdict, took, log):
 
 
 def record_verdict(plan, settings, verdict, fingerprint):
-    """Keep the verdict beside the hostfile, for --explain and doctor --cluster after the start."""
+    """Keep the verdict beside the hostfile (this job's folder, ``runstate.job_dir``), for --explain and doctor
+    --cluster after the start."""
     import json
 
-    folder = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave")
+    from ..running.runstate import job_dir_of
+
+    folder = job_dir_of(settings.env, plan.topology)
     try:
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, RECORD)
@@ -63,19 +66,22 @@ def record_verdict(plan, settings, verdict, fingerprint):
         pass  # a record for later reading; the launch does not depend on it
 
 
-def last_record(settings, job):
-    """The verdict this node recorded at its last start of ``job`` (``$TMPDIR/nodeweave/checkin.json``), or
-    None. Why the job: ``/tmp`` is shared by every job and user on a machine, so a record another job left
-    there is not this node's last start (a fresh clone's --explain showed a stranger's check-in as its own)."""
+def last_record(settings, topo):
+    """The verdict this node recorded at its last start of the job of ``topo``
+    (``$TMPDIR/nodeweave/jobs/<job id>-<master port>/checkin.json``), or None. Why the job: ``/tmp`` is shared by
+    every job and user on a machine, so a record another job left there is not this node's last start (a fresh
+    clone's --explain showed a stranger's check-in as its own; walk10 B8: two jobs wrote one file)."""
     import json
 
-    path = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", RECORD)
+    from ..running.runstate import job_dir_of
+
+    path = os.path.join(job_dir_of(settings.env, topo), RECORD)
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or (data.get("fingerprint") or {}).get("job") != job:
+    if not isinstance(data, dict) or (data.get("fingerprint") or {}).get("job") != topo.job_id:
         return None
     verdict = data.get("verdict") or {}
     return {"path": path, "at": data.get("at"), "decision": verdict.get("decision"),
@@ -89,7 +95,7 @@ def explain_exchange(plan, settings, root):
 
     plan.fingerprint = local_fingerprint(plan, root, settings)
     if root.real:
-        plan.exchange["last"] = last_record(settings, plan.topology.job_id)
+        plan.exchange["last"] = last_record(settings, plan.topology)
 
 
 def print_status(settings, plan):

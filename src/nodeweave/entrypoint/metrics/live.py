@@ -11,8 +11,9 @@ already hold in memory (no file read, no message, nothing the heartbeat waits
 for) and keeps the timeline: each generation's start, its first collective (the
 stall watch's counts; without the watch, the first step line), its stalls, its
 fault, its step numbers; it writes it as ``goodput.json`` beside
-``recovery.json`` (and into the run's folder under ``nodeweave run``), and
-beside it ``heat.json``, the bounded per-rank heat map (``heat.py``).
+``recovery.json`` in the job's folder (``$TMPDIR/nodeweave/jobs/<job id>-<master
+port>/``, ``runstate.job_dir``; and into the run's folder under ``nodeweave
+run``), and beside it ``heat.json``, the bounded per-rank heat map (``heat.py``).
 """
 
 import atexit
@@ -53,14 +54,15 @@ def carried_timeline(kept, fresh, generation):
     return dict(fresh, launched=launched, generations=gens, ended=None)
 
 
-SHARED_RECORDS = ("checkin.json", "recovery.json", RECORD, heat.RECORD)  # node 0's, in $TMPDIR/nodeweave itself
+SHARED_RECORDS = ("checkin.json", "recovery.json", RECORD, heat.RECORD)  # node 0's, in the job's folder
 
 
 def shared_records(folder, launched, came_back=False):
-    """Why node 0's records in ``folder`` ($TMPDIR/nodeweave) are another live job's, or None: a goodput timeline
-    of another launch, not ended, saved within the last few saves. Two jobs whose node 0s share a TMPDIR write the
-    same files (walk10 B8: job B's finished goodput.json was overwritten by job A's next save 6 s later); the
-    ranks folders are per job, these are not. ``came_back``: node 0 of a job under way, whose timeline that is."""
+    """Why node 0's records in ``folder`` (its job's, ``runstate.job_dir``) are another live launch's, or None: a
+    goodput timeline of another launch, not ended, saved within the last few saves. The folder is per job id and
+    master port (walk10 B8: two jobs sharing a TMPDIR wrote one goodput.json), so only two launches of one job id
+    and port on one TMPDIR meet here (machines sharing a TMPDIR over a network disk). ``came_back``: node 0 of a
+    job under way, whose timeline that is."""
     path = os.path.join(folder, RECORD)
     try:
         age = time.time() - os.stat(path).st_mtime
@@ -76,14 +78,14 @@ def shared_records(folder, launched, came_back=False):
     since = time.strftime("%H:%M:%S", time.gmtime(other))
     return (f"another job's node 0 is writing its records in {folder} ({RECORD} of job {kept.get('job')!r}, "
             f"launched {since} UTC, saved {age:.0f}s ago): this job's {', '.join(SHARED_RECORDS)} go to the same "
-            "files, each job's over the other's (the ranks folders are per job, these are not); give each job's "
-            "nodes a TMPDIR of their own")
+            "files, each job's over the other's (the folder is per job id and master port, and both jobs have "
+            "the same); give each job a job id of its own (NODEWEAVE_JOB_ID) or its nodes a TMPDIR of their own")
 
 
 class Live:
-    def __init__(self, settings, log, launched=None):
-        from ..running.runstate import run_dir, state_root
-
+    def __init__(self, settings, log, launched=None, job=None):
+        """``job``: (job id, master port), naming the job's folder (``runstate.job_dir``); None until the first
+        watch tells it (``watching``: node 0's fingerprint)."""
         self.log, self.env = log, settings.env
         self.enabled = settings.get("metrics", True)
         self.port = settings.get("metrics_port", DEFAULT_PORT)
@@ -94,7 +96,8 @@ class Live:
 
             self.pattern = compile_pattern(pattern)  # settings.py read it already: a bad one exited 2 there
         run_id = settings.get("run_id")
-        self.folders = [state_root(self.env)] + ([run_dir(self.env, run_id)] if run_id else [])
+        self.run_id = run_id
+        self.folders = self._folders(job) if job is not None else []  # the job's, then the run's
         self.checkpoint_dir = settings.get("checkpoint_dir")
         from ..planning.contract import RECOVERY_RESTARTS
 
@@ -125,7 +128,15 @@ class Live:
         except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
             self.log(f"warning: metrics: {err!r}")
 
+    def _folders(self, job):
+        from ..running.runstate import job_dir, run_dir
+
+        return [job_dir(self.env, *job)] + ([run_dir(self.env, self.run_id)] if self.run_id else [])
+
     def _watching(self, watch):
+        if not self.folders:  # node 0's fingerprint names its job: the one folder of its records (walk10 B8)
+            fp = watch.hub.own_fp or {}
+            self.folders = self._folders((fp.get("job"), fp.get("master_port")))
         book = self.book()
         number = book.get("generation", 0) if book else 0
         if self.thread is None:  # node 0's first generation: before its first save over the folder's records
@@ -379,6 +390,8 @@ class Live:
     def book(self):
         """This job's recovery book (``recovery.json`` beside the check-in record), or None; one older than this
         process is another job's."""
+        if not self.folders:
+            return None
         path = os.path.join(self.folders[0], "recovery.json")
         try:
             stamp = os.stat(path).st_mtime

@@ -288,9 +288,9 @@ def hostfile_slots(topo, node, settings):
 def hostfile_path(env, topo):
     """``$TMPDIR/nodeweave/jobs/<job id>-<master port>/hostfile``: two jobs on one host (a Slurm node's /tmp,
     bare hosts) never launch from each other's hostfile."""
-    from ..running.runstate import job_key, state_root
+    from ..running.runstate import job_dir_of
 
-    return os.path.join(state_root(env), "jobs", job_key(topo.job_id, topo.master_port.value), "hostfile")
+    return os.path.join(job_dir_of(env, topo), "hostfile")
 
 
 def hostfile_names(topo):

@@ -171,7 +171,8 @@ class Scan:
         steps = [step for _, step in self.earlier if step is not None]
         named = names[0] if len(names) == 1 else f"{names[-1]} .. {names[0]}"
         return (f"{len(names)} save(s) written before this job started ({named}"
-                + (f", up to step {max(steps)}" if steps else "") + "): another run's, never handed out")
+                + (f", named up to step {max(steps)}" if steps else "")
+                + "; complete or cut off alike, not judged): another run's, never handed out")
 
 
 JUDGES = 8  # threads that judge saves at once when every save is judged (incomplete, scan)
@@ -251,19 +252,26 @@ def scan(folder, stop_at_complete=False, written_after=None):
 
 
 class Saved:
-    """The saves already in a checkpoint folder as a job starts: how many, the newest's time (the storage's
-    clock: its files' modification time) and the highest step among them (None: none records one)."""
+    """The saves already in a checkpoint folder as a job starts: how many (``count``, complete or not), the
+    newest's time (the storage's clock: its files' modification time, of any save, cut off or not), the newest
+    complete save (``complete``, a :class:`Checkpoint`, or None) and its step (``step``: None when none is
+    complete or it records none), and the saves newer than it that are cut off (``cut_off``: [(path, why)],
+    newest first), each judged by the one judge the restart uses (:meth:`Scan.judge`; walk10 B15: a cut-off
+    checkpoint-1000 was said as the highest step of the saves there)."""
 
-    __slots__ = ("count", "newest", "step")
+    __slots__ = ("count", "newest", "step", "complete", "cut_off")
 
-    def __init__(self, count, newest, step):
+    def __init__(self, count, newest, step, complete=None, cut_off=()):
         self.count, self.newest, self.step = count, newest, step
+        self.complete, self.cut_off = complete, list(cut_off)
 
 
 def already_saved(folder):
-    """The :class:`Saved` of every candidate save under ``folder`` (complete or not: none is judged), or None
-    when it holds none. Node 0 takes it once, as the job starts: every save found later that is not newer than
-    ``Saved.newest`` is another job's (``scan(written_after=...)``)."""
+    """The :class:`Saved` of every candidate save under ``folder``, or None when it holds none. Node 0 takes it
+    once, as the job starts: every save found later that is not newer than ``Saved.newest`` is another job's
+    (``scan(written_after=...)``). The candidates are judged newest first up to the newest complete one, as a
+    restart judges them (the same listing, the same judge: no second reading of a layout), so the count says
+    which of the newer ones are cut off and the step is a complete save's."""
     result = Scan()
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
@@ -279,9 +287,11 @@ def already_saved(folder):
         return None
     if not result.candidates:
         return None
-    steps = [step for step in (_resolve(step) for _, step, _, _ in result.candidates) if step is not None]
-    return Saved(len(result.candidates), max(_newest_mtime(path) for path, _, _, _ in result.candidates),
-                 max(steps) if steps else None)
+    count = len(result.candidates)
+    newest = max(_newest_mtime(path) for path, _, _, _ in result.candidates)
+    result.judge(stop_at_complete=True)
+    complete = result.newest()
+    return Saved(count, newest, complete.step if complete is not None else None, complete, result.incomplete)
 
 
 def progress_mark(checkpoint):

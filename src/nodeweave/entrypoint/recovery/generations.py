@@ -87,13 +87,13 @@ class Generations:
         finally:
             self.warm.discard()
 
-    def ended_before(self):
+    def ended_before(self, plan):
         """The exit code of a job that already ended for good in this container (8, 9 or 10 in the record it kept), or None.
 
         The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
         node comes back); a job that gave up must not start again as a new one over the same checkpoints,
         which would only loop. A ``nodeweave run`` (a run id) is a new job the user asked for."""
-        book = last_book(self.settings)
+        book = last_book(self.settings, plan.topology)  # this job's book, never another's beside it (walk10 B8)
         if self.settings.get("run_id") or not book or book.decision is not Decision.STOP:
             return None
         code = book.code

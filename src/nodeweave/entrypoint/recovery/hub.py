@@ -57,7 +57,7 @@ class HubSide:
             # written once every node was told (the record is for --explain and doctor later: at 4,096 nodes its
             # whole verdict is ~0.1 s of JSON and disk that no node's role waits for any more)
             record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
-            keep(self.settings, decide.kept_by(book, 0))
+            keep(self.settings, self.plan.topology, decide.kept_by(book, 0))
             if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if ended and book.decision is not Decision.STOP:  # said once decided: a generation that never
@@ -73,6 +73,7 @@ class HubSide:
                              turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
+            watch.stop_asked = self._stop_asked  # `nodeweave stop` ends the job, never waited out (walk10 B3)
             if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:
@@ -81,7 +82,7 @@ class HubSide:
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
                 book = decide.closed(book, code, time.time())
-                keep(self.settings, book)
+                keep(self.settings, self.plan.topology, book)
                 if code == 0 and book.restarts:
                     self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
                 if code == 0:
@@ -96,6 +97,14 @@ class HubSide:
                 self.log(f"recovery: generation {book.generation} ended: {fault.why}")
                 ended = True
             hub = self._new_hub(hub)
+
+    def _stop_asked(self):
+        """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
+        eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
+        from ..running.runstate import STOP_ASKED, run_dir
+
+        run_id = self.settings.get("run_id")
+        return bool(run_id) and os.path.exists(os.path.join(run_dir(self.settings.env, run_id), STOP_ASKED))
 
     def _saves_before(self, hub):
         """Generation 0's line between another job's saves and this one's (``setup.saves_before``); node 0 come

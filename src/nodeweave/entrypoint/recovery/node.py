@@ -2,7 +2,7 @@
 
 import time
 
-from ..errors import EXIT_TOPOLOGY, EntrypointError
+from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
 from . import decide
 from .book import Book, Decision, Role
 from .carried import carried
@@ -41,7 +41,7 @@ class NodeSide:
                 raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = Book.from_json(verdict.get("recovery") or {})
-            keep(self.settings, decide.kept_by(book, self.identity))
+            keep(self.settings, self.plan.topology, decide.kept_by(book, self.identity))
             self.carried = carried(book.to_json(public=True))
             if book.decision is Decision.STOP:
                 from .hub import say_stop
@@ -54,13 +54,15 @@ class NodeSide:
             watch = LinkWatch(channel, self.log, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
             if role is Role.TRAINING:
                 code = self.gens.launch(book, verdict, watch)
-                if code == 0 or user_stopped(self.gens.received):
-                    return code
+                if code == 0 or user_stopped(self.gens.received) or watch.job_ended:
+                    return code  # watch.job_ended: node 0 was stopped on purpose, the job ends here too (B3)
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
             job_over = watch.sit_out()  # a spare has no launcher to stop
             channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
+            if watch.job_ended:  # node 0 was stopped on purpose: the job ends on every node (walk10 B3)
+                return EXIT_PEER_FAILED
             if job_over:
                 self.log("recovery: the job finished; this node was not needed")
                 return 0

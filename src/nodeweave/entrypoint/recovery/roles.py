@@ -100,7 +100,7 @@ def role_at_start(settings, topo):
     layout (the lowest identities train, the rest are spares: ``decide.first``)."""
     config = Config(settings, topo)
     identity = topo.node_rank.value
-    book = last_book(settings)
+    book = last_book(settings, topo)
     # a book whose generation is under way (a finished or stopped job's roles are history)
     if book and not book.decision.ended and book.role is not None and not settings.get("run_id"):
         return from_book(book, identity)

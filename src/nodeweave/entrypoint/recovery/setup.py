@@ -194,17 +194,37 @@ def earlier_saves(folder, found, now=None):
 
     age = max(0, (now if now is not None else time.time()) - found.newest)
     age = f"{age / 3600:.1f} h" if age >= 5400 else f"{age / 60:.0f} min" if age >= 90 else f"{age:.0f} s"
-    upto = f" up to step {found.step}" if found.step is not None else ""
+    upto = _judged_saves(folder, found)
     fresh = (now if now is not None else time.time()) - found.newest < WRITING_NOW_S
     writing = ("; one was written moments ago: another program may be saving here now, and its next save would pass "
                "for this job's (node 0 refuses a second nodeweave job over this folder, not any other writer)"
                if fresh else "")
-    # counted, not judged (``already_saved``): a save cut off is among them (walk10 B15), so they are said as found
-    return (f"checkpoint_dir {folder} already holds {found.count} save(s){upto} (the newest {age} old; complete "
-            "or cut off alike: counted, not judged) from before "
-            "this job: node 0 never hands them out (another run's), so a fault before this job's first save "
+    return (f"checkpoint_dir {folder} already holds {found.count} save(s) from before this job{upto} (the newest "
+            f"written {age} ago): node 0 never hands them out (another run's), so a fault before this job's first save "
             f"restarts the script from scratch{writing}; give each run its own folder (e.g. checkpoints/<run id>) "
             "or empty it, and to go on from one, load it in the script yourself")
+
+
+CUT_OFF_SHOWN = 3  # cut-off saves named in the saves-before sentence
+
+
+def _judged_saves(folder, found):
+    """', 1 cut off (checkpoint-1000); the newest complete at step 500' of ``found`` (``checkpoints.Saved``): the
+    judge's verdicts (walk10 B15: `already holds 4 save(s) up to step 1000` counted a cut-off save as the highest
+    step)."""
+    import os
+
+    names = [os.path.relpath(path, folder) for path, _ in found.cut_off]
+    cut = ""
+    if names:
+        shown = ", ".join(names[:CUT_OFF_SHOWN]) + (f" and {len(names) - CUT_OFF_SHOWN} more"
+                                                    if len(names) > CUT_OFF_SHOWN else "")
+        cut = f", {len(names)} cut off ({shown})"
+    if found.complete is None:
+        return f"{cut}; none of them complete"
+    newest = os.path.relpath(found.complete.path, folder)
+    at = f"at step {found.step}" if found.step is not None else "with no step"
+    return f"{cut}; the newest complete {at} ({newest})"
 
 
 def user_stopped(received):
@@ -214,12 +234,13 @@ def user_stopped(received):
     return any(s in stops for s in received)
 
 
-def keep(settings, book):
-    """The book (``book.Book``) beside the check-in record, and in the run's folder when `nodeweave run` started
-    it: its JSON, as `nodeweave runs show`, `status` and a restarted container read it."""
-    from ..running.runstate import run_dir, state_root, write_json
+def keep(settings, topo, book):
+    """The book (``book.Book``) in this job's folder beside the check-in record (``runstate.job_dir``), and in
+    the run's folder when `nodeweave run` started it: its JSON, as `nodeweave runs show`, `status` and a restarted
+    container read it. ``topo``: the job's (its id and master port name the folder)."""
+    from ..running.runstate import job_dir_of, run_dir, write_json
 
-    paths = [os.path.join(state_root(settings.env), RECORD)]
+    paths = [os.path.join(job_dir_of(settings.env, topo), RECORD)]
     if settings.get("run_id"):
         paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
     data = book.to_json()
@@ -230,16 +251,19 @@ def keep(settings, book):
             pass  # a record for later reading; the job does not depend on it
 
 
-def last_book(settings):
-    """The recovery record this node kept last (node 0's book, a worker's copy) as a ``book.Book``, or None;
-    one an older nodeweave wrote reads too (``Book.from_json``)."""
+def last_book(settings, topo):
+    """The recovery record this node kept last for the job of ``topo`` (node 0's book, a worker's copy, in
+    ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
+    in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
+    (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
+    (docs/recovery.md)."""
     import json
 
-    from ..running.runstate import state_root
+    from ..running.runstate import job_dir_of
     from .book import Book
 
     try:
-        with open(os.path.join(state_root(settings.env), RECORD)) as f:
+        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None

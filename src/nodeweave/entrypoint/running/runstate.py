@@ -1,7 +1,9 @@
 """The records a node keeps of its held state and of the runs ``nodeweave run`` starts, and stopping them.
 
-Everything lives under ``$TMPDIR/nodeweave`` (``/tmp/nodeweave``), where the
-DeepSpeed hostfile goes too:
+Everything lives under ``$TMPDIR/nodeweave`` (``/tmp/nodeweave``); a job's own
+records (the check-in verdict, the recovery book, the goodput timeline, the heat
+map, the DeepSpeed hostfile) in its folder ``jobs/<job id>-<master port>/``
+(:func:`job_dir`, the only place that names it):
 
 - ``hold.json``: written by a holding entrypoint (``hold.py``): its process,
   start time, command and plan summary;
@@ -41,7 +43,23 @@ def job_key(job_id, master_port):
     return f"{job}-{master_port}"
 
 
+def job_dir(env, job_id, master_port):
+    """``$TMPDIR/nodeweave/jobs/<job id>-<master port>``: the one folder of a job's records on this node, named
+    here only. Node 0's check-in verdict (``checkin.json``), recovery book (``recovery.json``), goodput timeline
+    (``goodput.json``) and heat map (``heat.json``), each node's copy of the book and of the verdict, the DeepSpeed
+    hostfile and the launcher's output after a stop (without a stall watch) go here: two jobs whose nodes share a
+    TMPDIR (bare hosts, a Slurm node's /tmp) never write over, nor read back, each other's (walk10 B8: job A's
+    next save wrote over job B's finished goodput.json; a restarted node 0 read whichever book was last)."""
+    return os.path.join(state_root(env), "jobs", job_key(job_id, master_port))
+
+
+def job_dir_of(env, topo):
+    """:func:`job_dir` of a plan's topology (its job id and master port, the same in every generation)."""
+    return job_dir(env, topo.job_id, topo.master_port.value)
+
+
 AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
+STOP_ASKED = "stop-asked.json"  # in a run's folder: `--node stop` ended it on purpose (walk10 B3)
 
 
 def run_dir(env, run_id):
@@ -264,10 +282,17 @@ def _signal(members, table, sig, protected):
                 pass
 
 
-def stop_runs(runs, grace, poll=0.1):
-    """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run."""
+def stop_runs(runs, grace, poll=0.1, env=None):
+    """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run. Each run's
+    folder is marked first (:data:`STOP_ASKED`, with ``env``): a node 0 under recovery reads its SIGTERM as a
+    person ending the job, which ends on every node, not as an eviction the others wait out (walk10 B3)."""
     import signal
 
+    for run in runs if env is not None else ():
+        try:
+            write_json(os.path.join(run_dir(env, run["run_id"]), STOP_ASKED), {"at": time.time(), "pid": run["pid"]})
+        except OSError:
+            pass  # unmarked: node 0 under recovery then waits for itself as after an eviction
     protected = _protected()
     started = time.monotonic()
     table = process_table()

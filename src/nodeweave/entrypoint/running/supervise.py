@@ -170,19 +170,21 @@ def stop_waiting(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def stop_aside_path(watch, env):
+def stop_aside_path(watch, env, records=None):
     """Where the launcher's output goes once this node is sent a stop signal (Ctrl-C, ``docker stop``): torchrun
     and every rank answer it with a traceback (``SignalException: Process N got signal: 2``,
     ``KeyboardInterrupt``), the launcher's noise about a signal nodeweave passed on, never the cause; the node's
     one stop line names the file instead (walk10 B9). The stall watch's file beside the run when it watches,
-    else one under this node's state folder. None: nowhere to keep it (the output stays where it was)."""
+    else one in the job's folder ``records`` (``runstate.job_dir``: two jobs sharing a TMPDIR never write one
+    file; walk10 B8), else under this node's state folder. None: nowhere to keep it (the output stays where it
+    was)."""
     stall = getattr(watch, "stall", None)
     if stall is not None:
         return stall.aside_path()
     from .runstate import AFTER_STOP, state_root
 
     node = "".join(c for c in str(env.get("NODE_RANK") or "0") if c.isalnum())[:12] or "0"
-    return os.path.join(state_root(env), AFTER_STOP.format(node=node))
+    return os.path.join(records or state_root(env), AFTER_STOP.format(node=node))
 
 
 def _signal_name(signal, number):
@@ -289,7 +291,7 @@ def spawn_held(python, bootstrap, executable, after_s, env, tail):
     return pid, ours
 
 
-def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
+def run_supervised(executable, argv, env, watch=None, received=None, warm=None, records=None):
     """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
 
     With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
@@ -297,7 +299,8 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     when another node fails, and it hears how the launcher ended. ``received``: a list the caller keeps, to
     learn which signals this process was sent (recovery stops for those, not for a fault). ``warm``
     (``warm.WarmStart``, with ``watch``): a launcher held ready takes this launch, and once this one runs the
-    next one is held.
+    next one is held. ``records``: the job's folder on this node (``runstate.job_dir``), where the launcher's
+    output after a stop goes without a stall watch.
     """
     import signal
 
@@ -318,7 +321,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         pid = _fork_launcher(executable, argv, env, parent, tail, forwarded, saved)
 
     stopping = _numbers(STOPPING)
-    aside = stop_aside_path(watch, env) if tail is not None else None
+    aside = stop_aside_path(watch, env, records) if tail is not None else None
     diverted = []
 
     def forward(signum, _frame):
