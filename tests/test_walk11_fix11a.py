@@ -1,0 +1,114 @@
+"""The eleventh walk, part A (issue 43, /work/wt/walk11a-report.md), rows fixed by fix11a: each row's class, one test
+per class, each failing on the code before its fix; each test's docstring starts with the rows it covers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_run import in_process as run_cli
+from team_folder import make_job_folder
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    return make_job_folder(tmp_path, monkeypatch)
+
+
+# -- A7: every field of a run's records (heat.json, goodput.json, recovery.json), items of its lists too, of the
+# wrong type is named and not drawn, never a traceback nor served raw ------------------------------------------------
+
+WHOLE = {  # what node 0 writes, one item per list: each damage below breaks one field of it
+    "goodput.json": {"launched": 1.0, "ended": 11.0, "saved": 11.0, "generations": [
+        {"generation": 0, "began": 1.0, "ended": 11.0, "first": 2.0, "last": 11.0, "resumed_step": None,
+         "fault": {"at": 11.0, "why": "exit 1", "work_lost_s": 1.0, "resumed_step": 3},
+         "stalls": [[5.0, 6.0], [9.0, None]], "steps": [[2.0, 1], [11.0, 10]]}]},
+    "heat.json": {"schema": "nodeweave.heat/1", "span_s": 10.0, "max_cells": 64, "columns": [
+        {"began": 1.0, "ended": 11.0, "generation": 0, "median_ms": 12.5, "ranks": 2, "ranks_seen": 2,
+         "cells": {"0/0": 1.0, "1/1": 1.2}, "floor": 0.9}]},
+    "recovery.json": {"generations": 2, "restarts": 1, "history": [{"generation": 0, "why": "exit 1"}]},
+}
+BAD_CELLS = [[1.0], {"x": 1.0}, {"0/0": "NaN"}, {"0/0": float("nan")}, {"0/0": True}]
+
+
+def damaged_fields():
+    """(record, path of the field, bad value): every field of :data:`RUN_RECORDS`'s shapes, nested ones too."""
+    from nodeweave.runs import history
+
+    rows = []
+
+    def walk(record, path, kind):
+        if isinstance(kind, dict):
+            rows.append((record, path, "x"))
+            for key, inner in kind.items():
+                walk(record, path + (key,), inner)
+        elif isinstance(kind, list):
+            rows.append((record, path, "x"))
+            rows.append((record, path, [1]))  # an item that is not a mapping
+            for key, inner in kind[0].items():
+                walk(record, path + (0, key), inner)
+        elif isinstance(kind, history._RatiosOf):
+            rows.extend((record, path, bad) for bad in BAD_CELLS)
+        elif isinstance(kind, history._PairsOf):
+            rows.extend((record, path, bad) for bad in ("x", [["x", 1]], [[1.0]]))
+        else:
+            rows.append((record, path, "x"))
+            if kind in (history._NUMBERS, float):
+                rows.append((record, path, float("nan")))
+
+    for record, fields in history.RUN_RECORDS.items():
+        for key, kind in fields.items():
+            walk(record, (key,), kind)
+    return [row for row in rows if len(row[1]) > 0]
+
+
+def _set(document, path, value):
+    document = json.loads(json.dumps(document))
+    at = document
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return document
+
+
+def _run_folder(root):
+    folder = root / "runs" / "20261129T120000Z-proj"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"job": "proj", "ended": "2026-11-29T12:00:00Z"}))
+    return folder
+
+
+def test_whole_records_are_read_without_a_problem(capsys, job_folder):
+    """A7: the shapes the check below breaks are what node 0 writes (no problem is said of them)."""
+    from nodeweave.runs.history import record_problems
+
+    folder = _run_folder(job_folder)
+    for record, document in WHOLE.items():
+        (folder / record).write_text(json.dumps(document))
+    assert record_problems(folder) == []
+    code, out, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0 and "not shown" not in out and "goodput:" in out, out + err
+
+
+@pytest.mark.parametrize("record, path, bad", damaged_fields(), ids=lambda v: repr(v)[:40])
+def test_a_field_of_the_wrong_type_in_a_runs_record_is_named_and_not_drawn(capsys, job_folder, record, path, bad):
+    """A7: a heat.json column's cells a list, ``began`` text, a ratio NaN or true, a key not node/rank, goodput.json's
+    generation fields, recovery.json's history: ``runs show`` and ``dashboard --run`` say `not shown: <file>: field
+    <where>` and draw nothing of it (a traceback, or served raw, before)."""
+    from nodeweave.cli.dashboard import _finished_run
+    from nodeweave.cluster import dashboard
+    from nodeweave.runs.history import record_problems
+
+    folder = _run_folder(job_folder)
+    for name, document in WHOLE.items():
+        (folder / name).write_text(json.dumps(document))
+    (folder / record).write_text(json.dumps(_set(WHOLE[record], path, bad)))
+    where = ".".join(str(p) for p in path).replace(".0.", "[0].").replace(".0", "[0]")
+    problems = record_problems(folder)
+    assert len(problems) == 1 and problems[0].startswith(f"{record}: field {where}"), (where, problems)
+    code, out, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0 and f"not shown: {record}: field" in out, out + err
+    path_, data, timeline, book, heat = _finished_run("last", None, None)
+    state = dashboard.run_state(path_, data, timeline, book, heat, problems)
+    assert state["problems"] == problems
