@@ -112,3 +112,59 @@ def test_a_field_of_the_wrong_type_in_a_runs_record_is_named_and_not_drawn(capsy
     path_, data, timeline, book, heat = _finished_run("last", None, None)
     state = dashboard.run_state(path_, data, timeline, book, heat, problems)
     assert state["problems"] == problems
+
+
+# -- A2: a docs line that says it is what a make target runs is that target's command, word for word, and runs ----
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def make_claims():
+    """(file, line number, command, target) of every line of README.md and docs/*.md ending in ``# make TARGET``."""
+    import re
+
+    rows = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            found = re.match(r"^(?!make )(\S.*?)\s+#\s*make ([a-z-]+)\b", line)
+            if found:
+                rows.append((path.name, number, found.group(1), found.group(2)))
+    return rows
+
+
+def _target_text(target: str) -> str:
+    """What ``make TARGET`` runs: its recipe and the scripts the recipe names, continuations joined, the
+    scripts' ``"$bin/"`` (the venv's bin) dropped."""
+    import re
+
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    text = recipe
+    for script in re.findall(r"(examples/\S+\.sh|\.ci/\S+\.sh)", recipe):
+        text += (ROOT / script).read_text()
+    text = re.sub(r'"\$bin/([^"]+)"', r"\1", text.replace("\\\n", " "))
+    return re.sub(r"\s+", " ", text)
+
+
+def test_the_docs_name_the_make_target_lines():
+    """A2: the check below has lines to check (the entrypoint's first example is one)."""
+    assert any(name == "entrypoint.md" for name, _, _, _ in make_claims())
+
+
+@pytest.mark.parametrize("name, number, command, target", make_claims())
+def test_a_docs_line_said_to_be_what_make_runs_is_its_command_and_runs(name, number, command, target):
+    """A2: docs/entrypoint.md's `... -- train.py   # make demo` was not what make demo runs (`-- examples/train.py`):
+    pasted in a checkout, it exited 2 (no train.py there). Every such line is the target's command as written,
+    and an entrypoint line of them explains from the checkout's root with exit 0."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    assert command in _target_text(target), f"{name}:{number}: {command!r} is not what make {target} runs"
+    words = shlex.split(command)
+    if words[0] == "nodeweave-entrypoint" and "--explain" in words:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *words[1:]], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-800:]
