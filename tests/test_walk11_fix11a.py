@@ -168,3 +168,32 @@ def test_a_docs_line_said_to_be_what_make_runs_is_its_command_and_runs(name, num
         done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *words[1:]], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr[-800:]
+
+
+# -- A3: where `up` starts nothing in a mode (Backend.holds False), status shows no mode and no "up --run" job ------
+
+@pytest.mark.parametrize("held", [True, False])
+def test_status_shows_no_run_mode_job_where_up_holds_nothing(monkeypatch, held):
+    """A3: on bare hosts (`up --engine none`: "bare hosts: nothing held"), status said every node was in mode run
+    running "the spec's job (up --run: its main process)" and `-o json` "mode": "run", before any run: where the
+    target's ``up`` holds nothing (``Backend.holds`` False) the mode is None and the run column "-"."""
+    from types import SimpleNamespace
+
+    from nodeweave.cluster import status
+    from nodeweave.cluster.status import RUN_MODE_JOB, _since
+
+    answer = SimpleNamespace(up=True, data={"mode": "run", "runs": [], "plan": {"node_rank": 0}}, error=None)
+    monkeypatch.setattr(status, "ask_status", lambda node, command, **kw: answer)
+    node = SimpleNamespace(index=0, name="node-0", remote=SimpleNamespace(label="ssh:localhost"))
+    backend = SimpleNamespace(holds=held, states=lambda nodes: {})
+    rows = status.gather(backend, [node], ["train.py"])
+    assert rows[0]["mode"] == ("run" if held else None)
+    assert (_since(rows[0]["run"], None, rows[0]["mode"]) == RUN_MODE_JOB) is held
+
+
+def test_the_targets_that_hold_nothing_say_so():
+    """A3: the rule above reads ``Backend.holds``: False for Slurm's allocation (and bare hosts with --engine none,
+    ``HostsBackend``'s ``holds = self.engine != "none"``)."""
+    from nodeweave.cluster.backends.slurm import SlurmCluster
+
+    assert SlurmCluster.holds is False
