@@ -197,3 +197,45 @@ def test_the_targets_that_hold_nothing_say_so():
     from nodeweave.cluster.backends.slurm import SlurmCluster
 
     assert SlurmCluster.holds is False
+
+
+# -- A4: the heat maps (heat.json's and the live page's) count a rank's collectives as top does: DDP's too ----------
+
+def _ddp_view(node, rank, t):
+    """A rank of a gloo DDP job at ``t`` s: 10 collectives a second issued by DDP's reducer (the flight recorder's
+    count), 2 Python calls at the start (``seq``), 0.1 s of own work per collective (its time outside Python
+    collectives grows with the wall clock: the reducer's are not Python calls)."""
+    return {"node": node, "rank": rank, "seq": 2, "fr_enqueued": 2 + 10 * t, "fr_completed": 2 + 10 * t,
+            "outside_s": float(t), "inside_s": 0.5}
+
+
+def _finished_heat(times):
+    from nodeweave.entrypoint.metrics.heat import HeatSummary
+
+    summary = HeatSummary(span_s=10)
+    for t in times:
+        summary.feed(1000.0 + t, 0, [_ddp_view(n, n, t) for n in range(2)])
+    return [(c["median_ms"], len(c["cells"])) for c in summary.columns]
+
+
+def _live_heat(times):
+    from nodeweave.cluster.dashboard import heat_map
+    from nodeweave.entrypoint.metrics.rankcounts import collectives, recorded
+
+    readings = []
+    for t in times:
+        views = [_ddp_view(n, n, t) for n in range(2)]
+        ranks = [dict(v, collectives=collectives(v, recorded(views))) for v in views]
+        readings.append((1000.0 + t, {"now": 1000.0 + t, "ranks": ranks}))
+    drawn = heat_map(readings)
+    return [(max(cell["ms"] for cell in column if cell), len(column)) for column in drawn["cells"]]
+
+
+@pytest.mark.parametrize("heat", [_finished_heat, _live_heat], ids=["heat.json", "live page"])
+def test_a_ddp_jobs_heat_map_has_a_column_per_span_at_its_own_work(heat):
+    """A4: a gloo DDP run of 150 s left heat.json 2 columns (its first and last spans, where its Python calls were)
+    at 5 s and 51 s of own work per collective: the heat maps counted ``seq`` alone, not the collectives DDP's
+    reducer issues (top's and the rates' count). Now a column per span, each at 100 ms per collective."""
+    columns = heat(range(0, 151, 5))
+    assert len(columns) >= 14, columns
+    assert all(abs(ms - 100.0) < 1.0 and ranks == 2 for ms, ranks in columns), columns
