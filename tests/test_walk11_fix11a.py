@@ -239,3 +239,42 @@ def test_a_ddp_jobs_heat_map_has_a_column_per_span_at_its_own_work(heat):
     columns = heat(range(0, 151, 5))
     assert len(columns) >= 14, columns
     assert all(abs(ms - 100.0) < 1.0 and ranks == 2 for ms, ranks in columns), columns
+
+
+# -- A1: a list field of the spec given one value is refused saying it is a YAML list, and how to write it --------
+
+LIST_FIELDS = [  # (the field's path, the one value given, the list the refusal writes)
+    ("slurm.nodelist", "gpu[01-04]", '["gpu[01-04]"]'),
+    ("slurm.nodelist", "gpu01,gpu[03-04]", '["gpu01", "gpu[03-04]"]'),
+    ("hosts", "a,b", '["a", "b"]'),
+    ("launcher.args", "--lr 3e-4", '["--lr", "3e-4"]'),
+    ("launcher.options", "--tee", '["--tee"]'),
+    ("image.apt", "curl", '["curl"]'),
+    ("security.cap_add", "SYS_PTRACE", '["SYS_PTRACE"]'),
+]
+
+
+@pytest.mark.parametrize("path, value, written", LIST_FIELDS, ids=[row[0] + ":" + row[1] for row in LIST_FIELDS])
+def test_a_list_field_given_one_value_names_the_list_to_write(tmp_path, path, value, written):
+    """A1: `slurm.nodelist: "gpu[01-04]"` (sbatch's spelling) was refused as "got 'gpu[01-04]'; accepted: a list of
+    ... such as gpu[01-04]", never saying a YAML list was wanted; `"gpu01,gpu01"` likewise. Every list field read
+    by the one rule (``Reader.sequence``) says "a YAML list" and writes the list out."""
+    import yaml
+
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.loader import load_spec
+
+    document = {"name": "demo", "nodes": 2, "image": {"variant": "cpu"}, "launcher": {"script": "train.py"},
+                "slurm": {}, "security": {}}
+    *parents, key = path.split(".")
+    at = document
+    for part in parents:
+        at = at.setdefault(part, {})
+    at[key] = value
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(yaml.safe_dump(document))
+    with pytest.raises(UsageError) as err:
+        load_spec(spec)
+    said = [line for line in str(err.value).splitlines() if f" {path}:" in line]
+    assert len(said) == 1, str(err.value)
+    assert f"{path}: got {value!r}; accepted: a YAML list of" in said[0] and f"write {key}: {written}" in said[0], said
