@@ -278,3 +278,43 @@ def test_a_list_field_given_one_value_names_the_list_to_write(tmp_path, path, va
     said = [line for line in str(err.value).splitlines() if f" {path}:" in line]
     assert len(said) == 1, str(err.value)
     assert f"{path}: got {value!r}; accepted: a YAML list of" in said[0] and f"write {key}: {written}" in said[0], said
+
+
+# -- A6: a chart option without matplotlib is refused before anything is printed (runs compare --chart, bench --plot)
+
+def _two_runs(root):
+    for index, stamp in enumerate(("20261129T120000Z-proj", "20261129T130000Z-proj")):
+        folder = root / "runs" / stamp
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps({"job": "proj", "ended": "2026-11-29T12:00:00Z", "exit_code": 0}))
+        (folder / "node-0.log").write_text(f"loss {0.5 + index}\n")
+
+
+CHART_OPTIONS = {  # every chart option (chart.WITHOUT's keys): the command that takes it
+    "--chart": ["runs", "compare", "20261129T120000Z-proj", "20261129T130000Z-proj", "--metric", "loss ([0-9.]+)"],
+    "--plot": ["bench", "--dry-run"],
+}
+
+
+def test_every_chart_option_is_walked():
+    """A6: the table below covers every option chart.py's refusal knows."""
+    from nodeweave.runs.chart import WITHOUT
+
+    assert set(CHART_OPTIONS) == set(WITHOUT)
+
+
+@pytest.mark.parametrize("flag", sorted(CHART_OPTIONS))
+def test_a_chart_option_without_matplotlib_is_refused_before_anything_is_printed(capsys, job_folder, monkeypatch,
+                                                                                flag):
+    """A6: `runs compare ... --chart cmp.svg` without matplotlib printed the whole table and terminal chart on stdout,
+    then refused the chart (a script read a complete-looking answer with exit 3): refused first, as a bad path is."""
+    import importlib.util
+
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    _two_runs(job_folder)
+    code, out, err = run_cli(capsys, *CHART_OPTIONS[flag], flag, "cmp.svg")
+    assert code == EXIT_ENVIRONMENT and out == "", (code, out, err)
+    assert f"{flag} cmp.svg: matplotlib is not installed; pip install 'nodeweave[plot]'" in err, err

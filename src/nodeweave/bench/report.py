@@ -75,8 +75,9 @@ def matplotlib_available() -> bool:
 def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:
     """busbw against size, one panel per operation, one line per run."""
     if not matplotlib_available():
-        raise EnvironmentProblem(f"--plot {path}: matplotlib is not installed; `pip install matplotlib`, "
-                                 "or leave --plot out (the JSON has every number)")
+        from nodeweave.runs.chart import matplotlib_missing
+
+        raise matplotlib_missing(path, "--plot")
     import matplotlib
 
     matplotlib.use("Agg")
