@@ -318,3 +318,28 @@ def test_a_chart_option_without_matplotlib_is_refused_before_anything_is_printed
     code, out, err = run_cli(capsys, *CHART_OPTIONS[flag], flag, "cmp.svg")
     assert code == EXIT_ENVIRONMENT and out == "", (code, out, err)
     assert f"{flag} cmp.svg: matplotlib is not installed; pip install 'nodeweave[plot]'" in err, err
+
+
+# -- A16: the job token is chowned to the images' user (UID 1000) only where a container of that user reads it -----
+
+@pytest.mark.parametrize("engine", ["none", "podman", "docker"])
+def test_the_job_token_is_chowned_to_uid_1000_only_where_a_container_reads_it(tmp_path, engine):
+    """A16: `up --target hosts --engine none` as root left the job's secret token owned by UID 1000, on that host an
+    unrelated account, which could read it; with no container the job runs as the ssh user: the file stays theirs.
+    One rule with status's mode (``Backend.holds``): a target that starts containers chowns, one that does not not."""
+    from plan_parts import up_steps
+
+    from nodeweave.cluster import ClusterOptions, open_backend
+    from nodeweave.cluster.token import CONTAINER_UID
+    from nodeweave.spec import parse_spec
+
+    spec_path = tmp_path / "nodeweave.yaml"
+    spec_path.write_text("name: job\nimage: {variant: cpu, registry: localhost/t}\nnodes: 2\n"
+                         "launcher: {script: train.py}\n")
+    options = ClusterOptions(target="hosts", hosts=("10.0.0.1", "10.0.0.2"), engine=engine, remote_dir="/srv/job")
+    backend = open_backend(parse_spec(spec_path.read_text(), str(spec_path)), spec_path, options.checked())
+    sends = [step for phase in up_steps(backend, "hold", None if engine == "none" else "localhost/t/job:cpu")
+             for step in phase if step.what.startswith("send a new job token")]
+    assert len(sends) == 2
+    for step in sends:
+        assert (f"chown {CONTAINER_UID}" in " ".join(step.argv)) is backend.holds is (engine != "none"), step.argv
