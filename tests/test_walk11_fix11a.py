@@ -343,3 +343,36 @@ def test_the_job_token_is_chowned_to_uid_1000_only_where_a_container_reads_it(tm
     assert len(sends) == 2
     for step in sends:
         assert (f"chown {CONTAINER_UID}" in " ".join(step.argv)) is backend.holds is (engine != "none"), step.argv
+
+
+# -- A13: render --out into a sibling project is refused by the job its nodeweave.yaml names, record or none --------
+
+@pytest.mark.parametrize("theirs", ["llama-pretrain", "proj"])
+def test_render_into_a_sibling_projects_fresh_clone_is_refused_by_its_spec(capsys, tmp_path, monkeypatch, theirs):
+    """A13: `render all --out ../sib`, where sib is a fresh clone of another project (its rendered files committed,
+    its nodeweave.yaml naming job llama-pretrain, no .nodeweave/ since git ignores it), replaced 30 of its files with
+    this job's, exit 0: the guard read only .nodeweave/rendered.json. A folder's nodeweave.yaml names the job its
+    files are; the same job's folder still renders."""
+    import shutil
+
+    from nodeweave.errors import EXIT_USAGE
+
+    spec = "image: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+    sib, own = tmp_path / "sib", tmp_path / "own"
+    for folder, name in ((sib, theirs), (own, "proj")):
+        folder.mkdir()
+        (folder / "nodeweave.yaml").write_text(f"name: {name}\n{spec.replace('nodes: 2', 'nodes: 3')}"
+                                               if folder is sib else f"name: {name}\n{spec}")
+        (folder / "train.py").write_text("print('hi')\n")
+    monkeypatch.chdir(sib)
+    code, out, err = run_cli(capsys, "render", "all", "--out", ".")
+    assert code == 0, err
+    shutil.rmtree(sib / ".nodeweave")  # a clone: git ignores .nodeweave/
+    before = (sib / "compose" / "node.yaml").read_text()
+    monkeypatch.chdir(own)
+    code, out, err = run_cli(capsys, "render", "all", "--out", str(sib))
+    if theirs == "proj":  # the same job's folder: its files are this job's to re-render
+        assert code == 0, err
+        return
+    assert code == EXIT_USAGE and f"holds job {theirs}'s render" in err and "its nodeweave.yaml" in err, err
+    assert (sib / "compose" / "node.yaml").read_text() == before
