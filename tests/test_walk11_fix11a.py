@@ -376,3 +376,28 @@ def test_render_into_a_sibling_projects_fresh_clone_is_refused_by_its_spec(capsy
         return
     assert code == EXIT_USAGE and f"holds job {theirs}'s render" in err and "its nodeweave.yaml" in err, err
     assert (sib / "compose" / "node.yaml").read_text() == before
+
+
+# -- A14: a --spec named to a verb that only reads run folders is a spec, or refused as every verb refuses it -------
+
+READER_VERBS = [("runs", "ls"), ("runs", "show", "last"), ("runs", "compare", "a", "b"), ("logs", "--run", "last"),
+                ("dashboard", "--run", "last")]
+BAD_SPECS = {"missing": (lambda tmp: tmp / "nodeweave.ymal", "spec file not found"),
+             "empty": (lambda tmp: tmp / "empty.yaml", "the spec is empty"),
+             "device": (lambda tmp: __import__("pathlib").Path("/dev/null"), "the spec is empty"),
+             "invalid": (lambda tmp: tmp / "bad.yaml", "nme: unknown key")}
+
+
+@pytest.mark.parametrize("verb", READER_VERBS, ids=" ".join)
+@pytest.mark.parametrize("bad", sorted(BAD_SPECS))
+def test_a_named_spec_that_is_none_is_refused_by_the_run_readers(capsys, job_folder, verb, bad):
+    """A14: `runs ls --spec nodeweave.ymal` (a typo), `--spec /nonexist.yaml`, `/dev/null` or a spec holding `nme: x`
+    listed runs/ beside it as empty (or "no runs under /runs"), exit 0, where every other verb refuses them: the runs
+    verbs, `logs --run` and `dashboard --run` give the same refusal, exit 2."""
+    from nodeweave.errors import EXIT_USAGE
+
+    (job_folder / "empty.yaml").write_text("")
+    (job_folder / "bad.yaml").write_text("nme: x\n")
+    path, said = BAD_SPECS[bad]
+    code, out, err = run_cli(capsys, *verb, "--spec", str(path(job_folder)))
+    assert code == EXIT_USAGE and said in err and out == "", (code, out, err)

@@ -12,6 +12,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
+from nodeweave.cli.habits.spec_path import reader_spec
 from nodeweave.cli.habits.output import checked, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.quoting import as_typed
@@ -32,14 +33,14 @@ def _parent(runs_dir: Optional[Path], spec_path: Optional[Path]) -> Path:
 
     # a given one was judged as the command line was read (habits.output.runs_folder_read); runs/ beside the
     # spec by the same rule (absent until the first run: "no runs yet")
-    return runs_dir if runs_dir is not None else runs_parent(None, find_spec(spec_path), writes=False)
+    return runs_dir if runs_dir is not None else runs_parent(None, reader_spec(spec_path), writes=False)
 
 
 def _job(spec_path: Optional[Path]) -> Optional[str]:
     """The spec's job, whose last run ``last`` means (None with no spec here)."""
     from nodeweave.cli.habits.output import spec_job
 
-    return spec_job(find_spec(spec_path))
+    return spec_job(reader_spec(spec_path))
 
 
 def _console():
