@@ -401,3 +401,32 @@ def test_a_named_spec_that_is_none_is_refused_by_the_run_readers(capsys, job_fol
     path, said = BAD_SPECS[bad]
     code, out, err = run_cli(capsys, *verb, "--spec", str(path(job_folder)))
     assert code == EXIT_USAGE and said in err and out == "", (code, out, err)
+
+
+# -- A5: logs --rank reads every rank mark the product knows, nodeweave's own example's `[rank 1/2 node 1]` too ------
+
+def _example_tag():
+    """The tag examples/train.py prints before each line, as its source writes it."""
+    import re
+
+    source = (ROOT / "examples" / "train.py").read_text()
+    return re.search(r'tag = f"(\[rank \{rank\}/\{world\} node \{node\}\])"', source).group(1)
+
+
+RANK_MARKS = ["[rank{rank}]: ", "[Rank {rank}] ", "[rank {rank}] ", "EXAMPLE "]
+
+
+@pytest.mark.parametrize("mark", RANK_MARKS)
+def test_logs_rank_keeps_the_lines_of_every_rank_mark(capsys, job_folder, mark):
+    """A5: `logs --rank 1` over a run of the shipped examples/train.py (`[rank 1/2 node 1] step 240/300 ...`) said "no
+    line of these logs is marked with a rank": the script's own `[rank N]` / `[rank N/W ...]` is a rank mark too,
+    as the step reader's ``plain`` logger reads it."""
+    folder = job_folder / "runs" / "20261129T120000Z-proj"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"job": "proj", "ended": "2026-11-29T12:00:00Z"}))
+    form = _example_tag() + " " if mark == "EXAMPLE " else mark
+    for node in range(2):
+        (folder / f"node-{node}.log").write_text(
+            form.format(rank=node, world=2, node=node) + f"step 240/300 loss 0.{node}1 on rank {node}\n")
+    code, out, err = run_cli(capsys, "logs", "--run", "last", "--rank", "1")
+    assert code == 0 and "loss 0.11 on rank 1" in out and "on rank 0" not in out, (code, out, err)
