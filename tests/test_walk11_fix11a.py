@@ -430,3 +430,33 @@ def test_logs_rank_keeps_the_lines_of_every_rank_mark(capsys, job_folder, mark):
             form.format(rank=node, world=2, node=node) + f"step 240/300 loss 0.{node}1 on rank {node}\n")
     code, out, err = run_cli(capsys, "logs", "--run", "last", "--rank", "1")
     assert code == 0 and "loss 0.11 on rank 1" in out and "on rank 0" not in out, (code, out, err)
+
+
+# -- A11: a run `nodeweave stop` ended is accounted as training up to the stop, no fault, no work redone -----------
+
+@pytest.mark.parametrize("fault_before_stop_s, redone", [(2.0, False), (600.0, True)])
+def test_a_stopped_runs_goodput_has_no_fault_at_the_stop(capsys, job_folder, fault_before_stop_s, redone):
+    """A11: a run ended by `nodeweave stop` after 144 s of training read `goodput: 0.0% ... work redone 143.95 s`:
+    node 0 recorded the stop as a fault of generation 0. Its readers (`runs show`, `runs compare`, `dashboard
+    --run`) end that generation at the stop instead; a fault long before the stop stays one."""
+    import calendar
+    import time
+
+    from nodeweave.cli.dashboard import _finished_run
+    from nodeweave.cluster import dashboard
+
+    stop = calendar.timegm(time.strptime("2026-11-29T12:03:00Z", "%Y-%m-%dT%H:%M:%SZ"))
+    launched, fault = stop - 1000.0, stop - fault_before_stop_s
+    folder = _run_folder(job_folder)
+    (folder / "stopped.json").write_text(json.dumps({"by": "nodeweave stop", "at": "2026-11-29T12:03:00Z",
+                                                     "grace": 10.0}))
+    steps = [[launched + 20 + t, 20 * (t + 1)] for t in range(0, int(fault - launched - 21), 1)]
+    (folder / "goodput.json").write_text(json.dumps({
+        "launched": launched, "ended": stop, "step_pattern": False, "generations": [
+            {"generation": 0, "began": launched, "ended": None, "first": launched + 20, "last": fault - 1,
+             "fault": {"at": fault, "why": "node 1 (vm)"}, "stalls": [], "steps": steps}]}))
+    code, out, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0 and ("work redone" in out) is redone, out + err
+    path, data, timeline, book, heat = _finished_run("last", None, None)
+    buckets = dashboard.run_state(path, data, timeline, book, heat)["live"]["goodput"]["buckets"]
+    assert (buckets["redone"] > 0) is redone, buckets

@@ -41,7 +41,10 @@ def _finished_run(run: str, runs_dir: Optional[Path], spec_path: Optional[Path])
     def optional(name: str) -> Optional[dict]:  # a damaged record: nothing of it, said (record_problems)
         return load_record(entry.path, name)[0]
 
-    return entry.path, entry.data, optional("goodput.json"), optional("recovery.json"), optional("heat.json")
+    from nodeweave.runs.goodput import run_timeline
+
+    timeline = run_timeline(entry.path)  # goodput.json as runs show accounts it (a stop is no fault)
+    return entry.path, entry.data, timeline, optional("recovery.json"), optional("heat.json")
 
 
 @reach_options
