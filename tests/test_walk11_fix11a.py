@@ -460,3 +460,19 @@ def test_a_stopped_runs_goodput_has_no_fault_at_the_stop(capsys, job_folder, fau
     path, data, timeline, book, heat = _finished_run("last", None, None)
     buckets = dashboard.run_state(path, data, timeline, book, heat)["live"]["goodput"]["buckets"]
     assert (buckets["redone"] > 0) is redone, buckets
+
+
+# -- A12: a bench result (or any file) in runs/ named to a run reader is said to be what it is ---------------------
+
+@pytest.mark.parametrize("verb", [("runs", "show"), ("runs", "compare", "last"), ("logs", "--run"),
+                                  ("dashboard", "--run")], ids=" ".join)
+@pytest.mark.parametrize("name", ["20261129T130000Z-bench.json", "20261129T130000Z-bench"])
+def test_a_bench_result_in_runs_is_named_as_one_by_the_run_readers(capsys, job_folder, verb, name):
+    """A12: `runs show <time>-bench.json`, the file `nodeweave bench` had just written into runs/, was answered "no
+    run ... under runs" as if it were not there: every reader of a run says it is a bench result, not a run."""
+    from nodeweave.errors import EXIT_USAGE
+
+    _run_folder(job_folder)
+    (job_folder / "runs" / "20261129T130000Z-bench.json").write_text(json.dumps({"schema": "nodeweave.bench/1"}))
+    code, out, err = run_cli(capsys, *verb, name)
+    assert code == EXIT_USAGE and "20261129T130000Z-bench.json is a `nodeweave bench` result" in err, err

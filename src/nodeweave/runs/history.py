@@ -325,6 +325,19 @@ def _no_run_folder(folder: Path, wanted: str) -> str:
             "(`nodeweave runs ls`), a unique prefix, a run folder's path, or last")
 
 
+def _refuse_a_file_of_the_folder(parent: Path, wanted: str) -> None:
+    """A file in the runs folder named by ``wanted`` (``X`` or ``X.json``) is no run: said so, naming what it is
+    (walk11 A12: `runs show <time>-bench.json`, the file `bench` wrote there, was "no run ..." as if it were not)."""
+    for name in (wanted, f"{wanted}.json"):
+        path = parent / name
+        if "/" in name or not path.is_file():
+            continue
+        what = "a `nodeweave bench` result (its own JSON: every number, read with `python -m json.tool`)" \
+            if name.endswith("-bench.json") else "a file, not a run folder"
+        raise UsageError(f"{path} is {what}, not a run: `nodeweave runs` reads the run folders beside it (one per "
+                         "`nodeweave run`, `nodeweave runs ls` lists them)")
+
+
 def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
@@ -373,5 +386,6 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         raise UsageError(f"run prefix {wanted!r} matches {len(matches)} runs under {parent} ({shown}); give more of "
                          "the id")
     known = ", ".join(e.run_id for e in everything[-5:]) or "none yet"
+    _refuse_a_file_of_the_folder(parent, wanted)
     raise UsageError(f"no run {wanted!r} under {parent}; accepted: a run id (`nodeweave runs ls`; the last few: "
                      f"{known}), a unique prefix, a run folder's path, or last")
