@@ -476,3 +476,24 @@ def test_a_bench_result_in_runs_is_named_as_one_by_the_run_readers(capsys, job_f
     (job_folder / "runs" / "20261129T130000Z-bench.json").write_text(json.dumps({"schema": "nodeweave.bench/1"}))
     code, out, err = run_cli(capsys, *verb, name)
     assert code == EXIT_USAGE and "20261129T130000Z-bench.json is a `nodeweave bench` result" in err, err
+
+
+# -- A9: top --url / dashboard --url given a nodeweave dashboard's URL name it, and the source it reads -------------
+
+@pytest.mark.parametrize("path", ["", "/", "/state.json", "/status.json"])
+def test_a_dashboards_url_given_as_url_names_the_dashboard_and_its_source(path):
+    """A9: `top --url http://127.0.0.1:18090` (the URL `dashboard` printed) said "HTTP 404 ...: not node 0's metrics
+    port", and its /state.json "not a nodeweave status answer: schema 'nodeweave.dashboard/1'": both name it as
+    nodeweave's dashboard and give the URL it reads (top's and the dashboard's --url: one reader, ask_live)."""
+    from nodeweave.cluster import dashboard
+    from nodeweave.cluster.top import ask_live
+
+    source = "http://127.0.0.1:19465"
+    server = dashboard.serve(lambda: {"schema": dashboard.SCHEMA, "mode": "live", "source": source}, "127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+        live, why = ask_live(url=url, timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert live is None and "that is a nodeweave dashboard" in why and f"give --url {source}" in why, why
