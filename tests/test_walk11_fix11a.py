@@ -497,3 +497,16 @@ def test_a_dashboards_url_given_as_url_names_the_dashboard_and_its_source(path):
         server.shutdown()
         server.server_close()
     assert live is None and "that is a nodeweave dashboard" in why and f"give --url {source}" in why, why
+
+
+# -- A10: runs ls gives a script the runs' ids alone (-o name), and the other tools' spellings lead there ----------
+
+@pytest.mark.parametrize("typed", ["-q", "--quiet", "--no-headers"])
+def test_runs_ls_names_the_ids_alone_and_the_habits_lead_there(capsys, job_folder, typed):
+    """A10: `runs ls -o name` was refused; `-q` was told "`runs ls -o json` gives the runs' ids", which gives whole
+    records; `--no-headers` had no hint. `-o name` prints each id alone, one a line, and each habit names it."""
+    _two_runs(job_folder)
+    code, out, err = run_cli(capsys, "runs", "ls", "-o", "name")
+    assert code == 0 and out.split() == ["20261129T120000Z-proj", "20261129T130000Z-proj"], (out, err)
+    code, out, err = run_cli(capsys, "runs", "ls", typed)
+    assert code != 0 and "`nodeweave runs ls -o name` prints the runs' ids alone" in err, err
