@@ -510,3 +510,21 @@ def test_runs_ls_names_the_ids_alone_and_the_habits_lead_there(capsys, job_folde
     assert code == 0 and out.split() == ["20261129T120000Z-proj", "20261129T130000Z-proj"], (out, err)
     code, out, err = run_cli(capsys, "runs", "ls", typed)
     assert code != 0 and "`nodeweave runs ls -o name` prints the runs' ids alone" in err, err
+
+
+# -- A15: hosts probe with no host named names the hosts `up` recorded here ---------------------------------------
+
+def test_hosts_probe_with_no_host_names_the_hosts_up_recorded(capsys, job_folder):
+    """A15: `hosts probe` where `up --target hosts` recorded two hosts said only "no hosts: name them with --node",
+    while status, exec and top reach them untold: the refusal names the recorded hosts (and ssh options) as a
+    command to paste."""
+    from nodeweave.cluster import ClusterOptions
+    from nodeweave.cluster.options import save_state
+    from nodeweave.errors import EXIT_USAGE
+    from nodeweave.spec import load_spec
+
+    spec = job_folder / "nodeweave.yaml"
+    save_state(spec, load_spec(spec).name, ClusterOptions(target="hosts", hosts=("gpu1", "gpu2"), engine="none",
+                                                          ssh_options=("Port=2222",)))
+    code, out, err = run_cli(capsys, "hosts", "probe")
+    assert code == EXIT_USAGE and "hosts probe --node gpu1 --node gpu2 --ssh-option Port=2222" in err, err
