@@ -93,7 +93,7 @@ def test_whole_records_are_read_without_a_problem(capsys, job_folder):
 
 @pytest.mark.parametrize("record, path, bad", damaged_fields(), ids=lambda v: repr(v)[:40])
 def test_a_field_of_the_wrong_type_in_a_runs_record_is_named_and_not_drawn(capsys, job_folder, record, path, bad):
-    """A7: a heat.json column's cells a list, ``began`` text, a ratio NaN or true, a key not node/rank, goodput.json's
+    """A7, A8: a heat.json column's cells a list, ``began`` text, a ratio NaN or true, a key not node/rank, goodput.json's
     generation fields, recovery.json's history: ``runs show`` and ``dashboard --run`` say `not shown: <file>: field
     <where>` and draw nothing of it (a traceback, or served raw, before)."""
     from nodeweave.cli.dashboard import _finished_run
