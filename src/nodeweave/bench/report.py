@@ -75,9 +75,8 @@ def matplotlib_available() -> bool:
 def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:
     """busbw against size, one panel per operation, one line per run."""
     if not matplotlib_available():
-        from nodeweave.runs.chart import matplotlib_missing
-
-        raise matplotlib_missing(path, "--plot")
+        raise EnvironmentProblem(f"--plot {path}: matplotlib is not installed; `pip install matplotlib`, "
+                                 "or leave --plot out (the JSON has every number)")
     import matplotlib
 
     matplotlib.use("Agg")
