@@ -265,8 +265,9 @@ def _plot_path(plot: Optional[Path], json_path: Path, have_matplotlib: bool) -> 
     if plot is None:
         return json_path.with_suffix(".png") if have_matplotlib else None
     if not have_matplotlib:
-        raise EnvironmentProblem(f"--plot {plot}: matplotlib is not installed; `pip install matplotlib`, "
-                                 "or leave --plot out (the JSON has every number)")
+        from nodeweave.runs.chart import matplotlib_missing
+
+        raise matplotlib_missing(plot, "--plot")
     return plot
 
 

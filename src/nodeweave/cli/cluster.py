@@ -443,7 +443,9 @@ def logs_command(
     containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations.
 
     It only reads (changes nothing), so it takes no --dry-run."""
-    spec_path = find_spec(spec_path)
+    from nodeweave.cli.habits.spec_path import reader_spec
+
+    spec_path = reader_spec(spec_path) if run is not None else find_spec(spec_path)  # --run: a named spec is read
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, log_window, run_logs
 

@@ -27,7 +27,9 @@ def _finished_run(run: str, runs_dir: Optional[Path], spec_path: Optional[Path])
     it: beside the verb's own --spec (walk7 A9: it looked beside the nearest nodeweave.yaml instead)."""
     from nodeweave.runs.history import find_run, one_run, sweep_not_started
 
-    spec_path = find_spec(spec_path)
+    from nodeweave.cli.habits.spec_path import reader_spec
+
+    spec_path = reader_spec(spec_path)
     entry = find_run(runs_parent(runs_dir, spec_path, writes=False), run, spec_job(spec_path))
     waiting = sweep_not_started(entry)
     if waiting:  # the one sweep there, not started: said as logs --run says it
@@ -39,7 +41,10 @@ def _finished_run(run: str, runs_dir: Optional[Path], spec_path: Optional[Path])
     def optional(name: str) -> Optional[dict]:  # a damaged record: nothing of it, said (record_problems)
         return load_record(entry.path, name)[0]
 
-    return entry.path, entry.data, optional("goodput.json"), optional("recovery.json"), optional("heat.json")
+    from nodeweave.runs.goodput import run_timeline
+
+    timeline = run_timeline(entry.path)  # goodput.json as runs show accounts it (a stop is no fault)
+    return entry.path, entry.data, timeline, optional("recovery.json"), optional("heat.json")
 
 
 @reach_options

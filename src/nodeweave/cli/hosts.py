@@ -143,9 +143,32 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
     if hosts_file is not None:
         found += read_hosts_file(hosts_file, kind=via, **where)
     if not found:
-        raise UsageError("no hosts: name them with --node HOST (repeat, master first) or give --hosts-file")
+        raise UsageError("no hosts: name them with --node HOST (repeat, master first) or give --hosts-file"
+                         + _recorded_hosts_hint())
     remote.refuse_same_host(found)
     return found
+
+
+def _recorded_hosts_hint() -> str:
+    """``; the hosts `up` recorded here: --node a --node b ...`` where the nearest spec's job was brought up on bare
+    hosts (what status, exec and top reach without being told; walk11 A15: the refusal never named them), else ""."""
+    import shlex
+
+    try:
+        from nodeweave.cli.habits.output import spec_job
+        from nodeweave.cli.habits.spec_path import find_spec
+        from nodeweave.cluster.options import load_state
+
+        spec_path = find_spec(None)
+        job = spec_job(spec_path)
+        recorded = load_state(spec_path, job) if job else None
+    except Exception:  # noqa: BLE001 - a hint only: no readable record, no hint
+        return ""
+    if recorded is None or recorded.target != "hosts" or not recorded.hosts:
+        return ""
+    words = [*(f"--node {shlex.quote(h)}" for h in recorded.hosts),
+             *(f"--ssh-option {shlex.quote(o)}" for o in recorded.ssh_options)]
+    return f"; the hosts `nodeweave up` recorded for job {job} here: nodeweave hosts probe {' '.join(words)}"
 
 
 def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namespace: "str | None",

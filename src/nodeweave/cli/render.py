@@ -240,7 +240,8 @@ def _refuse_out(out: "Path | None", out_dir: Path, writes: bool = True) -> None:
 def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: "Path | None" = None) -> None:
     """One line (exit 2) when this render would change files that ``out_dir``'s record says another job's render
     wrote (a mistyped ``--out`` naming a sibling project): they carry the header, so the mark alone let them be
-    replaced, and that project's ``up`` would then start this job (walk7 A14). ``--force`` replaces them.
+    replaced, and that project's ``up`` would then start this job (walk7 A14). ``--force`` replaces them. In another
+    folder than the spec's, a file the record does not name is the job's that folder's nodeweave.yaml names.
 
     ``spec_path`` (given when ``out_dir`` is the spec's own folder): there another job's render is refused only while
     another spec in that folder still names that job (``render all --spec b.yaml`` beside a.yaml's render, issue 43
@@ -248,6 +249,13 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
     from nodeweave.rendering.record import RECORD
 
     recorded = {path: entry_job for path, _, _, entry_job in files_phase.recorded}
+    by = f"its {RECORD}"
+    if spec_path is None:  # another folder: a file no record names is the job of the spec there (walk11 A13: a
+        # fresh clone of a sibling project has no .nodeweave/, git ignores it, and its files were all replaced)
+        there = folder_spec_job(out_dir)
+        if there not in (None, job):
+            recorded = {f.path: recorded.get(f.path) or there for f in files_phase.files}
+            by = (f"its {RECORD} and " if files_phase.recorded else "") + f"its nodeweave.yaml (name: {there})"
     theirs = sorted({recorded[f.path] for f in files_phase.files
                      if f.status == "changed" and recorded.get(f.path) not in (None, "", job)})
     owners = {}
@@ -263,8 +271,28 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
                              f"there would replace it; give another --out (--out build/{job}), or --force to take "
                              f"the folder over for {job}")
         raise UsageError(f"{out_dir} holds job {', '.join(theirs)}'s render ({count} file(s) this render would "
-                         f"change, by its {RECORD}): rendering {job} there would replace it, and that folder's `up` "
+                         f"change, by {by}): rendering {job} there would replace it, and that folder's `up` "
                          f"would start {job}; give another --out, or --force to replace it with {job}'s")
+
+
+def folder_spec_job(folder: Path) -> "str | None":
+    """The job (``name``) of the spec that folder's verbs read (its nodeweave.yaml), or None where it has none or
+    it names none (a file that cannot be read names no job)."""
+    import yaml
+
+    from nodeweave.entrypoint import bounded
+
+    for name in ("nodeweave.yaml", "nodeweave.yml"):
+        path = folder / name
+        try:
+            if not path.is_file():
+                continue
+            data = yaml.safe_load(bounded.read_text(path, bounded.TEXT_CAP, "a spec"))
+        except Exception:  # noqa: BLE001 - a file that is not a readable spec names no job
+            return None
+        job = data.get("name") if isinstance(data, dict) else None
+        return job if isinstance(job, str) and job else None
+    return None
 
 
 def specs_naming(folder: Path, jobs: "list[str]", spec_path: Path) -> "dict[str, Path]":

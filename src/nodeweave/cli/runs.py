@@ -12,7 +12,8 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
-from nodeweave.cli.habits.output import checked, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
+from nodeweave.cli.habits.spec_path import reader_spec
+from nodeweave.cli.habits.output import OUTPUTS, checked, complete_from, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
@@ -32,14 +33,14 @@ def _parent(runs_dir: Optional[Path], spec_path: Optional[Path]) -> Path:
 
     # a given one was judged as the command line was read (habits.output.runs_folder_read); runs/ beside the
     # spec by the same rule (absent until the first run: "no runs yet")
-    return runs_dir if runs_dir is not None else runs_parent(None, find_spec(spec_path), writes=False)
+    return runs_dir if runs_dir is not None else runs_parent(None, reader_spec(spec_path), writes=False)
 
 
 def _job(spec_path: Optional[Path]) -> Optional[str]:
     """The spec's job, whose last run ``last`` means (None with no spec here)."""
     from nodeweave.cli.habits.output import spec_job
 
-    return spec_job(find_spec(spec_path))
+    return spec_job(reader_spec(spec_path))
 
 
 def _console():
@@ -48,12 +49,18 @@ def _console():
     return console()
 
 
+NAMES_ONLY = "name"  # runs ls -o name: each run's id, one a line (kubectl's -o name)
+
+
 @runs_app.command("ls")
 def ls_command(
     runs_dir: Optional[Path] = RUNS_DIR,
     spec_path: Optional[Path] = SPEC,
     job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (a job's name, a DNS label as the spec's name is; none of its runs there: the jobs there are named)"),
-    output: str = output_option(), as_json: bool = json_option(),
+    output: str = typer.Option("table", "--output", "-o", autocompletion=complete_from(*OUTPUTS, NAMES_ONLY), help="table (default), wide (every column), json or yaml "
+                               "(the data on stdout, as kubectl -o), or name: each run's id alone, one a line "
+                               "(for r in $(nodeweave runs ls -o name), as kubectl -o name)"),
+    as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
     from rich.table import Table
@@ -65,6 +72,10 @@ def ls_command(
         _judge_job(job)
     every = list_runs(parent)
     rows = [e.summary() for e in list_runs(parent, job)] if job is not None else [e.summary() for e in every]
+    if output == NAMES_ONLY and not as_json:  # walk11 A10: the ids alone, for a script's loop
+        for row in rows:
+            typer.echo(row.get("run"))
+        return
     output = data_format(as_json, output)
     if emit(rows, output):
         return

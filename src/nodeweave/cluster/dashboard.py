@@ -79,6 +79,13 @@ def _lower_median(values: List[float]) -> float:
     return ordered[(len(ordered) - 1) // 2]
 
 
+def _count(rank: dict) -> int:
+    """A rank's collectives as top and the rates count them (``collectives``, node 0's ``rankcounts``: DDP's reducer's
+    too), its Python calls (``seq``) from a node 0 that did not say (walk11 A4: ``seq`` alone saw none of DDP's)."""
+    count = rank.get("collectives")
+    return count if isinstance(count, int) else rank.get("seq") or 0
+
+
 def heat_map(readings: List[Reading], columns: int = HEAT_COLUMNS) -> dict:
     """Rows: every rank seen; columns: the spans between consecutive readings of one generation; each cell the
     rank's own work per collective in ms and that over the span's median rank (None where it made no collective)."""
@@ -96,7 +103,7 @@ def heat_map(readings: List[Reading], columns: int = HEAT_COLUMNS) -> dict:
             was = old.get(key)
             if was is None:
                 continue
-            made = (rank.get("seq") or 0) - (was.get("seq") or 0)
+            made = _count(rank) - _count(was)
             outside = (rank.get("outside_s") or 0.0) - (was.get("outside_s") or 0.0)
             if made > 0 and outside >= 0:
                 own[key] = outside / made

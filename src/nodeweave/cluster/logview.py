@@ -3,7 +3,8 @@
 Pure: lines in, lines to print out. A line's rank is read from the prefix the launchers put on their ranks'
 lines: torchrun's ``--tee`` (``[default3]:``, the local rank, or ``[rank3]:`` with
 ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[rank${rank}]:'``), DeepSpeed's ``[Rank 3]`` (``log_dist``) and
-PyTorch's own ``[rank3]:`` on a rank's warnings and errors. A line without one shows its node alone.
+PyTorch's own ``[rank3]:`` on a rank's warnings and errors, and the scripts' own ``[rank 3]`` / ``[rank 3/8 node 0]``
+(nodeweave's examples/train.py). A line without one shows its node alone.
 
 The same text from several ranks (every rank printing its loss, NCCL's banner on every GPU) collapses into
 one line naming how many ranks and which; a line that no launcher marked with its rank is its node's own
@@ -25,6 +26,9 @@ PREFIXES = (
     re.compile(r"^\[rank(?P<rank>\d+)\]:\s?"),                  # PyTorch's, torchrun's template [rank${rank}]:
     re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local>\d+)\]:\s?"),  # torchrun --tee: [default0]: (local rank)
     re.compile(r"^(?P<head>.*?)\[Rank (?P<rank>\d+)\]\s?"),     # DeepSpeed's log_dist: [INFO] ... [Rank 0]
+    # the tutorials' and nodeweave's own examples' (examples/train.py): [rank 1] and [rank 1/4 node 0], the form the
+    # step reader's ``plain`` logger reads (walk11 A5: their lines were "marked with no rank" for --rank)
+    re.compile(r"^\[rank (?P<rank>\d+)(?:/\d+)?(?: [^\]]*)?\]\s?"),
 )
 # node 0's line once it decided a next generation starts (an older nodeweave's said it on the "ended" line, walk10
 # B14: a generation that never started was announced there)
@@ -120,7 +124,8 @@ class LogView:
             return None
         if not self.ranks_seen:
             return (f"--rank {self.rank}: no line of these logs is marked with a rank (the launcher marks them: "
-                    "torchrun's [rankN]: or [defaultN]:, DeepSpeed's [Rank N]; a line without one is its node's own); "
+                    "torchrun's [rankN]: or [defaultN]:, DeepSpeed's [Rank N], or the script: [rank N] or [rank N/W ...]; a "
+                    "line without one is its node's own); "
                     "accepted: leave --rank off for every line")
         global_ranks = [r for r in self.ranks_seen if r.isdigit()]
         if not global_ranks:  # only torchrun's local ranks, on nodes whose first rank no plan gives

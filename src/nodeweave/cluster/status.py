@@ -36,17 +36,20 @@ def gather(backend: Backend, nodes: List[Node], command: List[str], say=None) ->
         say(f"asking {len(asked)} node(s) how they are, {FAN_OUT_JOBS} at a time")
     answers = dict(zip([n.index for n in asked], fan_out(lambda n: ask_status(n, command), asked, FAN_OUT_JOBS)))
     return [row(node, answers.get(node.index) or NodeAnswer(node, None, states[node.index].word),
-                states[node.index].word if node.index in states else None, asked=node.index in answers)
-            for node in nodes]
+                states[node.index].word if node.index in states else None, asked=node.index in answers,
+                held=backend.holds) for node in nodes]
 
 
-def row(node: Node, answer: NodeAnswer, platform: Optional[str], asked: bool = True) -> dict:
-    """``asked``: False for a node the platform calls down (missing, exited), whose entrypoint was not asked."""
+def row(node: Node, answer: NodeAnswer, platform: Optional[str], asked: bool = True, held: bool = True) -> dict:
+    """``asked``: False for a node the platform calls down (missing, exited), whose entrypoint was not asked;
+    ``held``: the target's ``up`` starts the nodes in a mode (``Backend.holds``). Where it does not (bare hosts,
+    Slurm's allocation) a node has no mode: its entrypoint's default ``run`` read as "up --run" training while
+    nothing ran (walk11 A3), so the row's mode is None, as ``refuse_run_mode`` reads such a node."""
     data = answer.data or {}
     plan = data.get("plan") or {}
     runs = data.get("runs") or []
     return {"node": node.name, "reached_as": node.remote.label, "platform": platform, "up": answer.up,
-            "error": answer.error or None, "mode": data.get("mode"), "rank": plan.get("node_rank"),
+            "error": answer.error or None, "mode": data.get("mode") if held else None, "rank": plan.get("node_rank"),
             "role": plan.get("role"),
             "procs": plan.get("nproc_per_node"),
             "plan_hash": plan.get("hash"), "plan_errors": [e.get("message") for e in plan.get("errors") or []],

@@ -88,6 +88,13 @@ def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":
 # by one rename (remote/replace.py: the hosts may share the folder, and each writes the one file at once).
 REMOTE_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && ' + replace_from_stdin(
     '"$1"', '"$2"', f'{{ [ "$(id -u)" != 0 ] || chown {CONTAINER_UID}:{CONTAINER_GID} "$t"; }}'), "sh")
-# A Slurm node's side: the same file for the user the steps run as (no chown).
+# A Slurm node's side, and a bare host's with no container (`--engine none`): the same file for the user the job
+# runs as (no chown: UID 1000 there is whatever account the host gave it, never the job's; walk11 A16).
 USER_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && ' + replace_from_stdin('"$1"', '"$2"'), "sh")
+
+
+def remote_write(in_container: bool) -> "tuple[str, ...]":
+    """The remote command writing the token file (folder and name after it): chowned to the images' user only
+    where a container of that user reads it; else the writing user's, the one the job runs as."""
+    return REMOTE_WRITE if in_container else USER_WRITE
 

@@ -79,6 +79,8 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
             if job is not None and not isinstance(err, HTTPError):
                 return None, f"{url}: {_master_port(url, job, wait)}"
             return None, f"{url}: {_url_failure(err)}"
+        if isinstance(live, dict) and live.get("schema") == DASHBOARD_SCHEMA:
+            return None, f"{url}: {_dashboard_line(live)}"
         problem = live_problem(live)
         return (None, f"{url}: not a nodeweave status answer: {problem}") if problem else (live, "")
     argv = node.entrypoint_argv(["--node", "live"])
@@ -148,6 +150,36 @@ def _master_port(url: str, job: str, waited: float) -> str:
             "no HTTP; /status.json is on metrics.port (9464 unless set; NODEWEAVE_METRICS_PORT on the node)")
 
 
+# nodeweave's dashboard (``cluster/dashboard.py``): its server's name and its document's schema (walk11 A9: its URL,
+# pasted into top --url, was "not node 0's metrics port", never named as nodeweave's own page)
+DASHBOARD_SERVER = "nodeweave-dashboard"
+DASHBOARD_SCHEMA = "nodeweave.dashboard/1"
+
+
+def _dashboard_state(url: str) -> Optional[dict]:
+    """The dashboard's own /state.json beside ``url`` (None when it does not answer one)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        with urllib.request.urlopen(urlunsplit(parts._replace(path="/state.json", query="")), timeout=5) as answer:
+            doc = json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "the dashboard's state", url).decode())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _dashboard_line(doc: Optional[dict]) -> str:
+    """Why a nodeweave dashboard's URL gives no picture, and the source it reads (the URL to give instead)."""
+    source = (doc or {}).get("source")
+    said = "that is a nodeweave dashboard (`nodeweave dashboard`'s page), not node 0's metrics port"
+    if isinstance(source, str) and source.startswith(("http://", "https://")):
+        return f"{said}; it reads {source}: give --url {source}"
+    if isinstance(source, str) and source:
+        return f"{said}; it shows {source}: give --url node 0's metrics port (http://HOST:9464), or leave --url off"
+    return f"{said}; give --url node 0's metrics port (http://HOST:PORT, metrics.port: 9464 unless set)"
+
+
 def _url_failure(err: Exception) -> str:
     """Why ``--url`` gave no picture, in words (no ``[Errno 111]``), with what to check."""
     import socket
@@ -155,6 +187,8 @@ def _url_failure(err: Exception) -> str:
 
     if isinstance(err, HTTPError):
         server = (err.headers.get("Server") if err.headers is not None else None) or ""
+        if server.startswith(DASHBOARD_SERVER):  # nodeweave's own dashboard: what it reads is the URL to give
+            return _dashboard_line(_dashboard_state(err.url or ""))
         if not server.startswith(METRICS_SERVER):
             return f"HTTP {err.code} {err.reason}: not node 0's metrics port (it serves /status.json)"
         if err.code == 404:  # node 0's own metrics server, asked at another path (walk9 B3: it was called another's)

@@ -2,7 +2,8 @@
 
 The terminal chart needs nothing but rich: one bar per run, scaled to the largest value, the
 nodes' own values beside it. A file chart needs the optional ``plot`` extra (matplotlib); without
-it ``--chart FILE`` exits 3 naming the install line, never a traceback.
+it ``--chart FILE`` (and ``bench --plot FILE``) exits 3 naming the install line before anything is printed, never
+a traceback.
 """
 
 from __future__ import annotations
@@ -36,14 +37,34 @@ def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
     return table
 
 
+# What each chart option's command still gives without the chart (said when matplotlib is missing).
+WITHOUT = {"--chart": "the terminal chart needs nothing", "--plot": "the JSON has every number"}
+
+
 def check_chart_path(path: Path, flag: str = "--chart") -> None:
-    """Refuse a chart path (``runs compare --chart``, ``bench --plot``) the chart cannot be written to, before any
-    run is read, table printed or library looked for: a name like train.py is refused first (walk6 W70)."""
+    """Refuse a chart (``runs compare --chart``, ``bench --plot``) that cannot be written, before any run is read,
+    table printed or launch started: a path it cannot be written to (a name like train.py first, walk6 W70), then
+    no matplotlib here (walk11 A6: `runs compare` printed its whole table and chart, then exit 3)."""
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"{flag} {path}: accepted: a file name ending in .png or .svg")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist; give a path in an existing folder")
+    require_matplotlib(path, flag)
+
+
+def require_matplotlib(path: Path, flag: str) -> None:
+    """Exit 3 naming the install line where matplotlib cannot be found (looked for, not imported: seconds)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise matplotlib_missing(path, flag)
+
+
+def matplotlib_missing(path: Path, flag: str) -> EnvironmentProblem:
+    """The one refusal of a chart option without matplotlib (exit 3)."""
+    return EnvironmentProblem(f"{flag} {path}: matplotlib is not installed; pip install 'nodeweave[plot]', or leave "
+                              f"{flag} out ({WITHOUT.get(flag, 'nothing else needs it')})")
 
 
 def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
@@ -54,9 +75,8 @@ def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
 
         matplotlib.use("Agg")
         from matplotlib import pyplot
-    except ImportError:
-        raise EnvironmentProblem("--chart needs matplotlib: pip install 'nodeweave[plot]' (the terminal chart "
-                                 "needs nothing)") from None
+    except ImportError:  # found by check_chart_path, then not importable
+        raise matplotlib_missing(path, "--chart") from None
     nodes = max((len(r["per_node"]) for r in rows), default=0)
     figure, axes = pyplot.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 4))
     step = 0.8 / max(nodes, 1)

@@ -16,9 +16,41 @@ NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", 
          "stalled": "stalled", "idle": "idle"}
 
 
+def run_timeline(folder) -> Optional[dict]:
+    """``goodput.json`` of a run folder as its readers account it (``runs show``, ``runs compare``, ``dashboard
+    --run``): a run ``nodeweave stop`` ended (its ``stopped.json``) has its last generation ended at the stop, not
+    faulted by it. Node 0 saw the stop as a node lost (the others' exit 143 or a peer's reset) and recorded a
+    fault, so 144 s of training read as "work redone" with no generation after it (walk11 A11); a fault of an
+    earlier generation, which a next one followed, stays one. None: none kept, or damaged (said elsewhere)."""
+    import calendar
+    import time
+
+    from nodeweave.cluster.stop import stopped_by
+
+    timeline, _ = load_record(folder, RECORD)  # a damaged one is said by record_problems, where it is shown
+    if not isinstance(timeline, dict):
+        return None
+    stop = stopped_by(folder)
+    gens = timeline.get("generations") or []
+    last = max(gens, key=lambda g: g.get("generation") or 0) if gens else None
+    fault = (last or {}).get("fault")
+    if stop and fault and isinstance(fault.get("at"), (int, float)):
+        try:
+            stopped_at = calendar.timegm(time.strptime(str(stop.get("at")), "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            return timeline
+        grace = stop.get("grace") if isinstance(stop.get("grace"), (int, float)) else 10.0
+        if stopped_at - grace - STOP_SLACK_S <= fault["at"] <= stopped_at + STOP_SLACK_S:  # the stop's own echo
+            last.update(fault=None, ended=fault["at"])
+    return timeline
+
+
+STOP_SLACK_S = 30.0  # seconds around a stop (its grace, ssh, the mark's write) in which a fault is the stop's echo
+
+
 def run_goodput(entry: RunEntry) -> Optional[dict]:
     """The accounting of ``entry``'s timeline, or None when node 0 kept none (an older nodeweave, no heartbeat)."""
-    timeline, _ = load_record(entry.path, RECORD)  # a damaged one is said by record_problems, where it is shown
+    timeline = run_timeline(entry.path)
     if not isinstance(timeline, dict) or not timeline.get("launched"):
         return None
     return account(timeline, now=timeline.get("ended") or timeline.get("saved"))

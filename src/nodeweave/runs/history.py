@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -106,13 +107,92 @@ def _load(path: Path, name: str, type_problem=None) -> Optional[dict]:
 
 # The records node 0 leaves in a run's folder beside run.json, each with the types of the fields its readers use
 # (``runs show``, ``runs compare``, ``dashboard --run``): read by run.json's rule (walk6 W14: a damaged or piped
-# goodput.json or heat.json was dropped, or served raw to the page, without a word).
+# goodput.json or heat.json was dropped, or served raw to the page, without a word). A list field's item shape
+# is ``[{field: type}]`` and checked too, as every number is for being finite (walk11 A7: a column's cells a list,
+# ``began`` text or a ratio NaN went past this check into the page's code as a traceback, or onto it unsaid).
 _NUMBERS = (int, float)
+
+
+class _PairsOf:
+    """A list of [number, number] pairs (a step line's [time, step]); ``open_end``: the second may be null (a
+    stall not yet over)."""
+
+    def __init__(self, open_end: bool = False):
+        self.open_end = open_end
+
+    def problem(self, value) -> Optional[str]:
+        if not isinstance(value, list):
+            return "is not a list"
+        for pair in value:
+            if not (isinstance(pair, list) and len(pair) == 2 and _number(pair[0])
+                    and (_number(pair[1]) or (self.open_end and pair[1] is None))):
+                return f"holds {pair!r:.40}, not a pair of numbers"
+        return None
+
+
+class _RatiosOf:
+    """A mapping of ``node/rank`` (``0/3``) to a number: a heat map column's cells."""
+
+    @staticmethod
+    def problem(value) -> Optional[str]:
+        if not isinstance(value, dict):
+            return "is not a mapping"
+        for key, ratio in value.items():
+            node, slash, rank = key.partition("/")
+            if not (slash and node.lstrip("-").isdigit() and rank.isdigit()):
+                return f"holds the key {key!r:.40}, not node/rank such as 0/3"
+            if not _number(ratio):
+                return f"holds {key}: {ratio!r:.40}, not a number"
+        return None
+
+
+def _number(value) -> bool:
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_GENERATION = {"generation": int, "began": _NUMBERS, "ended": _NUMBERS, "first": _NUMBERS, "last": _NUMBERS,
+               "fault": {"at": _NUMBERS, "work_lost_s": _NUMBERS, "resumed_step": int}, "resumed_step": int, "stalls": _PairsOf(open_end=True), "steps": _PairsOf()}
+_COLUMN = {"began": _NUMBERS, "ended": _NUMBERS, "generation": int, "median_ms": _NUMBERS, "ranks": int,
+           "ranks_seen": int, "cells": _RatiosOf(), "floor": _NUMBERS}
 RUN_RECORDS = {
-    "goodput.json": {"generations": list, "launched": _NUMBERS, "ended": _NUMBERS, "saved": _NUMBERS},
-    "heat.json": {"columns": list, "span_s": _NUMBERS, "max_cells": int},
-    "recovery.json": {"history": list, "generations": int, "restarts": int},
+    "goodput.json": {"generations": [_GENERATION], "launched": _NUMBERS, "ended": _NUMBERS, "saved": _NUMBERS},
+    "heat.json": {"columns": [_COLUMN], "span_s": _NUMBERS, "max_cells": int},
+    "recovery.json": {"history": [{}], "generations": int, "restarts": int},
 }
+
+
+def _field_problem(name: str, value, kind) -> Optional[str]:
+    """Why ``value`` of the field ``name`` is not of ``kind`` (a type or tuple of types, ``{fields}`` of a
+    mapping, ``[{item fields}]`` of a list, or a checker with ``problem``), or None; null is always allowed (a
+    field not yet known)."""
+    if value is None:
+        return None
+    if isinstance(kind, dict):
+        if not isinstance(value, dict):
+            return f"field {name} is {value!r:.60}"
+        for key, inner in kind.items():
+            why = _field_problem(f"{name}.{key}", value.get(key), inner)
+            if why:
+                return why
+        return None
+    if hasattr(kind, "problem"):
+        why = kind.problem(value)
+        return f"field {name} {why}" if why else None
+    if isinstance(kind, list):
+        if not isinstance(value, list):
+            return f"field {name} is {value!r:.60}"
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                return f"field {name} holds an item that is not a mapping"
+            why = _field_problem(f"{name}[{index}]", item, kind[0])
+            if why:
+                return why
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        return f"field {name} is {value!r:.60}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"field {name} is {value!r}, not a finite number"
+    return None
 
 
 def _shape_problem(fields: dict):
@@ -120,11 +200,9 @@ def _shape_problem(fields: dict):
         if not isinstance(data, dict):
             return "the top level is not a mapping"
         for key, kind in fields.items():
-            value = data.get(key)
-            if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-                return f"field {key} is {value!r:.60}"
-            if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
-                return f"field {key} holds an item that is not a mapping"
+            why = _field_problem(key, data.get(key), kind)
+            if why:
+                return why
         return None
     return problem
 
@@ -277,6 +355,19 @@ def _no_run_path(path: Path, wanted: str) -> str:
     return f"{wanted} is {what}, not a run folder; {accepted}"
 
 
+def _refuse_a_file_of_the_folder(parent: Path, wanted: str) -> None:
+    """A file in the runs folder named by ``wanted`` (``X`` or ``X.json``) is no run: said so, naming what it is
+    (walk11 A12: `runs show <time>-bench.json`, the file `bench` wrote there, was "no run ..." as if it were not)."""
+    for name in (wanted, f"{wanted}.json"):
+        path = parent / name
+        if "/" in name or not path.is_file():
+            continue
+        what = "a `nodeweave bench` result (its own JSON: every number, read with `python -m json.tool`)" \
+            if name.endswith("-bench.json") else "a file, not a run folder"
+        raise UsageError(f"{path} is {what}, not a run: `nodeweave runs` reads the run folders beside it (one per "
+                         "`nodeweave run`, `nodeweave runs ls` lists them)")
+
+
 def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
@@ -327,5 +418,6 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         raise UsageError(f"run prefix {wanted!r} matches {len(matches)} runs under {parent} ({shown}); give more of "
                          "the id")
     known = ", ".join(e.run_id for e in everything[-5:]) or "none yet"
+    _refuse_a_file_of_the_folder(parent, wanted)
     raise UsageError(f"no run {wanted!r} under {parent}; accepted: a run id (`nodeweave runs ls`; the last few: "
                      f"{known}), a unique prefix, a run folder's path, or last")

@@ -250,12 +250,13 @@ class Reader:
 
     # -- collections ---------------------------------------------------------------
 
-    def sequence(self, node: Node, path: str, accepted: str) -> Iterator[Tuple[str, Node]]:
-        """Items of a list as (path, node); null counts as an empty list."""
+    def sequence(self, node: Node, path: str, accepted: str, words: bool = False) -> Iterator[Tuple[str, Node]]:
+        """Items of a list as (path, node); null counts as an empty list. One value where the list is wanted is
+        refused with the list written out (``words``: the items are a command's words, split as a shell would)."""
         if self.is_null(node):
             return iter(())
         if not isinstance(node, SequenceNode):
-            raise self.bad_value(node, path, f"a list of {accepted}")
+            raise self.bad_value(node, path, f"a YAML list of {accepted}{_as_list(node, path, words)}")
         return ((f"{path}[{i}]", item) for i, item in enumerate(node.value))
 
     def mapping(self, node: Node, path: str, accepted: str) -> Iterator[Tuple[str, str, Node]]:
@@ -391,3 +392,32 @@ class Fields:
 
     def path_of(self, key: str) -> str:
         return Reader.join(self.path, key)
+
+
+def _as_list(node: Node, path: str, words: bool = False) -> str:
+    """How a list field given one value is written as the list it must be (walk11 A1: ``nodelist: "gpu[01-04]"``,
+    sbatch's spelling, was refused naming that very value as an example, never saying a YAML list was wanted):
+    ``; write nodelist: ["gpu[01-04]"]``, each item quoted (a bare ``[`` in a YAML list opens a list). The items:
+    ``words``, the value split as a shell splits it (``args: "--lr 3e-4"``); else split at commas outside brackets
+    (``gpu01,gpu[03-04]`` as two) where no item holds a space, or the value whole (a shell line). "" for a
+    mapping or an empty value."""
+    import json
+    import shlex
+
+    if not isinstance(node, ScalarNode) or not node.value.strip():
+        return ""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(node.value + ","):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth <= 0:
+            items.append(node.value[start:i].strip())
+            start = i + 1
+    if any(" " in item for item in items):
+        items = [node.value]
+    if words:
+        try:
+            items = shlex.split(node.value)
+        except ValueError:  # an unclosed quote: the value whole
+            items = [node.value]
+    key = path.rsplit(".", 1)[-1].split("[", 1)[0] or path
+    return f"; write {key}: [{', '.join(json.dumps(item) for item in items if item)}]"

@@ -150,7 +150,19 @@ def refuse_two_formats(command, ctx) -> None:
     if "--json" in names and "--output" in names:
         source = ctx.get_parameter_source(names["--output"])
         typed = source is not None and getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT")
-        data_format(bool(params.get(names["--json"])), params.get(names["--output"]) or "table", typed=typed)
+        output = params.get(names["--output"]) or "table"
+        if output in OWN_OUTPUTS.get(command.name, ()):  # a format of this verb's alone (runs ls -o name)
+            if params.get(names["--json"]):
+                from nodeweave.errors import UsageError
+
+                raise UsageError(f"--json is -o json, and -o {output} asks for {output}: give one of them")
+            return
+        data_format(bool(params.get(names["--json"])), output, typed=typed)
+
+
+# Formats one verb takes besides the table, wide, json and yaml of every verb (walk11 A10: `runs ls -o name`, each
+# run's id alone, one a line, as kubectl -o name; a script's loop over the runs needed jq before).
+OWN_OUTPUTS = {"ls": ("name",)}
 
 
 def _spellings(command, option: str) -> "list[str]":

@@ -55,8 +55,8 @@ OPTIONS: Dict[str, "tuple[str, str]"] = {
 ELSEWHERE: Dict["tuple[str, str]", str] = {
     **{("status", typed): "`nodeweave top` redraws the running job (nodes, ranks, step), as kubectl get -w watches"
        for typed in ("-w", "--watch")},
-    **{("ls", typed): "`nodeweave runs ls -o json` gives the runs' ids to a script, as docker ps -q does"
-       for typed in ("-q", "--quiet")},
+    **{("ls", typed): "`nodeweave runs ls -o name` prints the runs' ids alone, one a line, as docker ps -q does"
+       for typed in ("-q", "--quiet", "--no-headers")},
     # replay11 C14: docker's and kubectl's `exec -it` is an interactive shell, which `nodeweave shell` opens
     **{("exec", typed): "`nodeweave shell` opens an interactive shell on a node, as docker exec -it and kubectl "
                         "exec -it do; exec runs one command and gives back its output and exit code"

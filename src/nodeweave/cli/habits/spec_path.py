@@ -102,3 +102,17 @@ def variable_elsewhere(written: Path) -> "Path | None":
         return None if Path(named).resolve() == Path(written).resolve() else Path(named).resolve()
     except OSError:
         return None
+
+
+def reader_spec(given: "Path | None") -> Path:
+    """The spec a verb that only reads run folders (``runs ls|show|compare``, ``logs --run``, ``dashboard --run``)
+    reads them beside, as :func:`find_spec` finds it. One the user named (--spec, NODEWEAVE_SPEC) must be a spec: a
+    missing file, an empty one, a device or an invalid spec is refused with the line every verb gives it (exit 2),
+    never read as runs/ beside it (walk11 A14: `runs ls --spec nodeweave.ymal` listed nothing, exit 0). None named:
+    no spec here is taken (runs read on their own, ``--runs-dir``)."""
+    found = find_spec(given)
+    if given is not None and str(given) != "-":  # a stream is read by the verbs that take one, once
+        from nodeweave.spec import load_spec
+
+        load_spec(found)
+    return found

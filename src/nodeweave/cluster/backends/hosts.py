@@ -152,7 +152,7 @@ class HostsCluster(Backend):
 
         secret, (folder, name) = token.new_token(), posixpath.split(self._token_file)
         return [Step(f"send a new job token to node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
-            [*token.REMOTE_WRITE, folder, name], stdin=True)), stdin=secret + "\n",
+            [*token.remote_write(self.holds), folder, name], stdin=True)), stdin=secret + "\n",
             stdin_name="a new random job token") for i, host in enumerate(self.hosts)]
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:

@@ -3,8 +3,11 @@
 The live dashboard draws its heat map from node 0's readings in the CLI's memory; a run's folder had none, so
 ``nodeweave dashboard --run`` could not show which rank was slow. :class:`HeatSummary` reads the rank views the
 recorder already holds (``live.Live.tick``), every :data:`SPAN_S`, and closes one column per span: each rank's
-own work per collective over the span (the growth of its seconds outside collectives over the growth of its
-collectives, what the live heat map and the straggler check compare) over the span's lower-median rank's.
+own work per collective over the span (the straggler check's ``judge.own_work``: the recorder's durations where it
+timed some, else the growth of its seconds outside collectives over the growth of its collectives, counted as top
+and the rates count them, ``rankcounts.collectives``: DDP's reducer's too) over the span's lower-median rank's.
+(walk11 A4: counted by the Python calls alone, a DDP job's spans held none but the first and the last: 2 columns
+for 150 s, each at 51 s of own work per collective.)
 
 Bounded whatever the job's size (``heat.json``: a few hundred KB at 65,536 ranks, as at 8):
 
@@ -18,6 +21,9 @@ Pure: no clock, no I/O (``live.py`` feeds it and writes :meth:`document`). Stdli
 """
 
 import heapq
+
+from ..stall.judge import own_work, sample
+from .rankcounts import collectives, recorded
 
 SCHEMA = "nodeweave.heat/1"
 RECORD = "heat.json"
@@ -35,17 +41,28 @@ def _lower_median(values):
     return ordered[(len(ordered) - 1) // 2]
 
 
+def reading(now, views):
+    """{(node, rank): the straggler check's sample of it (``judge.sample``)}, its count of collectives the one top,
+    the rates and /status.json show (``rankcounts.collectives``: the recorder's where it counts more)."""
+    read = recorded(views)
+    out = {}
+    for view in views:
+        counted = dict(view, seq=collectives(view, read) or 0, outside_s=view.get("outside_s") or 0.0)
+        out[(view.get("node"), view.get("rank"))] = sample(now, counted)
+    return out
+
+
 def column(began, ended, generation, before, after, ranks_seen):
-    """One span's column from two readings {(node, rank): (collectives, outside_s)}; None when no rank made a
-    collective. Only the slowest :data:`MAX_CELLS` are named (``heapq``: no sort of every rank's ratio)."""
+    """One span's column from two :func:`reading` s; None when no rank made a collective. Only the slowest
+    :data:`MAX_CELLS` are named (``heapq``: no sort of every rank's ratio)."""
     own = {}
-    for key, (made_now, out_now) in after.items():
+    for key, now in after.items():
         was = before.get(key)
-        if was is None:
+        if was is None or now[1] < was[1]:
             continue
-        made, outside = made_now - was[0], out_now - was[1]
-        if made > 0 and outside >= 0:
-            own[key] = outside / made
+        work = own_work(was, now)
+        if work is not None and work >= 0:
+            own[key] = work
     if not own:
         return None
     median = _lower_median(list(own.values()))
@@ -88,20 +105,20 @@ class HeatSummary:
     def __init__(self, span_s=SPAN_S, max_columns=MAX_COLUMNS):
         self.span_s, self.max_columns = span_s, max_columns
         self.columns = []
-        self.mark = None  # (time, generation, {key: (collectives, outside_s)}) where the open span began
+        self.mark = None  # (time, generation, reading(...)) where the open span began
 
     def feed(self, now, generation, views):
         """A reading of every rank (``now``: time.time()); closes a column once :attr:`span_s` has passed."""
         if self.mark is not None and self.mark[1] == generation and now - self.mark[0] < self.span_s:
             return
-        reading = {(v.get("node"), v.get("rank")): (v.get("seq") or 0, v.get("outside_s") or 0.0) for v in views}
+        read = reading(now, views)
         if self.mark is not None and self.mark[1] == generation:  # a new generation's ranks count from 0
-            closed = column(self.mark[0], now, generation, self.mark[2], reading, len(reading))
+            closed = column(self.mark[0], now, generation, self.mark[2], read, len(read))
             if closed is not None:
                 self.columns.append(closed)
                 if len(self.columns) > self.max_columns:
                     self._coarsen()
-        self.mark = (now, generation, reading)
+        self.mark = (now, generation, read)
 
     def _coarsen(self):
         """Merge neighbours pairwise (never across generations) until the columns fit again."""

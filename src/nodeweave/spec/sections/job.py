@@ -78,7 +78,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.fail(script_node, "launcher.script", f"{script!r} holds options after the path (it is one argv "
                      "word, a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
                      f"args: {list(words[1:])}")
-    items = r.sequence(f.get("args"), "launcher.args", "strings")
+    items = r.sequence(f.get("args"), "launcher.args", "strings", words=True)
     args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
     kind = choice(r, f, "type", LAUNCHERS, "torchrun")
     master_port = integer(r, f, "master_port", 29500, 1, 65535)
@@ -134,7 +134,7 @@ def _setup(r: Reader, node: Optional[Node]) -> tuple:
 
 def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
     """The launcher's own options; one nodeweave passes itself is refused, naming the field that sets it."""
-    items = r.sequence(node, "launcher.options", "strings")
+    items = r.sequence(node, "launcher.options", "strings", words=True)
     options = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
     if options and kind == "command":
         raise r.fail(node, "launcher.options", "launcher type command has no launcher to pass options to",
