@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+import cli_run
+
 from job_records import job_record
 
 RUN = ["--steps", "30", "--interval", "0.2", "--save-every", "5"]
@@ -131,8 +133,6 @@ def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_w
     every node, each saying so in one line (node 0 128+N, the others 5, a spare too); a bare SIGTERM (an eviction,
     a preemption) is still waited for, node 0's restart policy bringing it back."""
     pytest.importorskip("torch")
-    import subprocess
-
     from recovery_harness import ENTRY, finish, start, stop
 
     env = {"NODEWEAVE_RUN_ID": "r1"} if how == "nodeweave stop" else {}
@@ -141,8 +141,8 @@ def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_w
         _wait_for_step(nodes[0], 6)
         if how == "nodeweave stop":  # what `nodeweave stop --node 0` runs on node 0
             argv, node_env, cwd = nodes[0].how
-            done = subprocess.run([*ENTRY, "--node", "stop", "--run", "r1", "--grace", "20"], env=node_env, cwd=cwd,
-                                  capture_output=True, text=True, timeout=60)
+            done = cli_run.run([*ENTRY, "--node", "stop", "--run", "r1", "--grace", "20"], env=node_env, cwd=cwd,
+                               timeout=60)
             assert done.returncode == 0, done.stdout + done.stderr
         else:
             nodes[0].proc.send_signal(getattr(signal, how))

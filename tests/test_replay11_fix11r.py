@@ -458,7 +458,7 @@ def test_a_missing_tool_for_an_address_offers_a_spelling_the_verb_takes(capsys, 
 
 def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, monkeypatch):
     """R5: `run -- nosuch.py` said `nodeweave: note: nosuch.py is not in the workspace ...` and then the executed
-    plan said it again (`note: nosuch.py ...`); `up`'s notes and image build's wheelhouse line came twice the same
+    plan said it again (`note: nosuch.py ...`; a missing script is refused now, a shell script is such a note); `up`'s notes and image build's wheelhouse line came twice the same
     way. The executed plan says its notes (cluster.execute), so the verb says none of them itself."""
     import nodeweave.cli.run as run_module
     import nodeweave.cluster.onbackend as onbackend
@@ -467,11 +467,13 @@ def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, mo
     monkeypatch.setattr(onbackend, "refuse_busy", lambda *a, **k: None)
     executed = []
     monkeypatch.setattr(run_module, "_execute", lambda plan, *a, **k: executed.append(plan))
-    code, out, err = run_cli(capsys, "run", "--", "nosuch.py")
+    # a shell script is a note (torchrun would run it with Python); a missing script is refused now (replay11 C10)
+    (job_folder / "prep.sh").write_text("echo hi\n")
+    code, out, err = run_cli(capsys, "run", "--", "prep.sh")
     assert code == 0, err
-    assert "nosuch.py is not in the workspace" not in err, err
+    assert "prep.sh is a shell script" not in err, err
     [plan] = executed
-    assert sum("nosuch.py is not in the workspace" in note for note in plan.notes) == 1, plan.notes
+    assert sum("prep.sh is a shell script" in note for note in plan.notes) == 1, plan.notes
 
 
 @pytest.mark.parametrize("path, said", [("src/nodeweave/cli/run.py", "for line in said:"),

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import cli_run
 from cli_run import in_process as run_cli
 from team_folder import make_job_folder
 
@@ -156,17 +157,12 @@ def test_a_docs_line_said_to_be_what_make_runs_is_its_command_and_runs(name, num
     """A2: docs/entrypoint.md's `... -- train.py   # make demo` was not what make demo runs (`-- examples/train.py`):
     pasted in a checkout, it exited 2 (no train.py there). Every such line is the target's command as written,
     and an entrypoint line of them explains from the checkout's root with exit 0."""
-    import os
     import shlex
-    import subprocess
-    import sys
 
     assert command in _target_text(target), f"{name}:{number}: {command!r} is not what make {target} runs"
     words = shlex.split(command)
     if words[0] == "nodeweave-entrypoint" and "--explain" in words:
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-        done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *words[1:]], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = cli_run.run([*cli_run.ENTRYPOINT, *words[1:]], cwd=ROOT, timeout=60)
         assert done.returncode == 0, done.stderr[-800:]
 
 

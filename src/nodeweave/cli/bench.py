@@ -99,10 +99,11 @@ def bench(
     if not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
     if plot is not None:  # judged as --chart is, before the library is looked for
-        from nodeweave.runs.chart import check_chart_path
+        from nodeweave.runs.chart import check_chart_path, require_matplotlib
 
-        check_chart_path(plot, "--plot")
+        check_chart_path(plot, "--plot", library=False)
         refuse_foreign_file(plot, "--plot", "chart", force=force)
+        require_matplotlib(plot, "--plot")
     default_out = json_path is None
     if default_out:  # runs/ beside the spec, as run, check and runs ls read it; judged by their rule (runs_parent)
         from nodeweave.cli.habits.output import runs_parent

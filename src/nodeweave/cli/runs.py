@@ -168,12 +168,12 @@ def compare_command(
 
     output = data_format(as_json, output)
     if chart is not None:  # judged before any run is read or table printed
-        from nodeweave.runs.chart import check_chart_path
-
         from nodeweave.cli.habits.replace import refuse_foreign_file
+        from nodeweave.runs.chart import check_chart_path, require_matplotlib
 
-        check_chart_path(chart)
+        check_chart_path(chart, library=False)
         refuse_foreign_file(chart, "--chart", "chart", force=force)
+        require_matplotlib(chart, "--chart")
     if metric is not None:  # judged before any run is read, as the chart
         from nodeweave.cluster.sweep import compile_metric
 

@@ -41,16 +41,18 @@ def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
 WITHOUT = {"--chart": "the terminal chart needs nothing", "--plot": "the JSON has every number"}
 
 
-def check_chart_path(path: Path, flag: str = "--chart") -> None:
+def check_chart_path(path: Path, flag: str = "--chart", library: bool = True) -> None:
     """Refuse a chart (``runs compare --chart``, ``bench --plot``) that cannot be written, before any run is read,
     table printed or launch started: a path it cannot be written to (a name like train.py first, walk6 W70), then
-    no matplotlib here (walk11 A6: `runs compare` printed its whole table and chart, then exit 3)."""
+    (``library``) no matplotlib here (walk11 A6: `runs compare` printed its whole table and chart, then exit 3).
+    The verbs judge the path, then an earlier file there (usage, exit 2), then the library (exit 3)."""
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"{flag} {path}: accepted: a file name ending in .png or .svg")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist; give a path in an existing folder")
-    require_matplotlib(path, flag)
+    if library:
+        require_matplotlib(path, flag)
 
 
 def require_matplotlib(path: Path, flag: str) -> None:

@@ -73,7 +73,7 @@ class Watch(WatchSurface):
     """What both sides share: the thread, the lock, the first failure and the launcher's stop (and what the
     stall exchange mixed into each side uses of it: ``stall/surface.py``)."""
 
-    def __init__(self, log, elastic, recovery=False, hub_wait_s=600):
+    def __init__(self, log, elastic, recovery=False, hub_wait_s=600, stop_asked=None):
         self.log, self.elastic = log, elastic
         self.hub_wait_s = hub_wait_s  # under recovery: how long a node waits for a lost node 0 (wait_timeout)
         self.lock = threading.Lock()
@@ -87,7 +87,8 @@ class Watch(WatchSurface):
         self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
         self.job_ended = False       # node 0 was stopped on purpose and told every node the job ends (walk10 B3)
         self.own_stop = None         # the stop signal this node was sent, once its launcher ended on it
-        self.stop_asked = lambda: False  # recovery's node 0: `nodeweave stop` asked for this stop (its mark)
+        # recovery's node 0: whether `nodeweave stop` asked for this stop (its mark in the run's folder)
+        self.stop_asked = stop_asked or (lambda: False)
 
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
@@ -168,6 +169,10 @@ class Watch(WatchSurface):
         node 0 left only torchrun's tracebacks)."""
         self.log(said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
                               self._after_own_stop()))
+
+    def job_was_ended(self):
+        """Node 0 was stopped on purpose and told this node the job ends (walk10 B3): no generation follows."""
+        return self.job_ended
 
     def ends_job(self, stopped):
         """Node 0 was stopped by a person: Ctrl-C (SIGINT), or any stop `nodeweave stop` asked for (its mark in the
@@ -327,8 +332,8 @@ class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
     def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None,
-                 hear_back=False, turn_away=None, news=None, recovery=False, hub_wait_s=600):
-        super().__init__(log, elastic, recovery, hub_wait_s)
+                 hear_back=False, turn_away=None, news=None, recovery=False, hub_wait_s=600, stop_asked=None):
+        super().__init__(log, elastic, recovery, hub_wait_s, stop_asked)
         self.news = news if news is not None else News()  # every failure heard, for recovery's node 0 to drain
         self.turn_away = turn_away   # recovery: a node early for the next generation, sent away before its connect-back
         self.hear_back = hear_back   # recovery: after a failure, hear every node answer before the hub closes

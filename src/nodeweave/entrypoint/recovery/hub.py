@@ -72,8 +72,8 @@ class HubSide:
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
                              turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
-                             else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
-            watch.stop_asked = self._stop_asked  # `nodeweave stop` ends the job, never waited out (walk10 B3)
+                             else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600),
+                             stop_asked=self._stop_asked)  # `nodeweave stop` ends the job, never waited out (B3)
             if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:

@@ -54,14 +54,14 @@ class NodeSide:
             watch = LinkWatch(channel, self.log, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
             if role is Role.TRAINING:
                 code = self.gens.launch(book, verdict, watch)
-                if code == 0 or user_stopped(self.gens.received) or watch.job_ended:
-                    return code  # watch.job_ended: node 0 was stopped on purpose, the job ends here too (B3)
+                if code == 0 or user_stopped(self.gens.received) or watch.job_was_ended():
+                    return code  # job_was_ended: node 0 was stopped on purpose, the job ends here too (B3)
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
             job_over = watch.sit_out()  # a spare has no launcher to stop
             channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
-            if watch.job_ended:  # node 0 was stopped on purpose: the job ends on every node (walk10 B3)
+            if watch.job_was_ended():  # node 0 was stopped on purpose: the job ends on every node (walk10 B3)
                 return EXIT_PEER_FAILED
             if job_over:
                 self.log("recovery: the job finished; this node was not needed")
