@@ -169,8 +169,11 @@ def stop(args, env):
     options = read_options("stop", args)
     wanted, grace = options.get("--run"), options.get("--grace", 10.0)
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
-    if wanted is not None:  # a run whose entrypoint has just started is stopped too
-        runs += unrecorded_runs(wanted, {r["pid"] for r in runs}, env)
+    # a run whose entrypoint has just started is stopped too, and so is a second entrypoint of a live run's id,
+    # which keeps no record over the live one's (walk11b B6)
+    for run_id in ([wanted] if wanted is not None else sorted({r.get("run_id") for r in runs})):
+        runs += unrecorded_runs(run_id, {r["pid"] for r in runs}, env)
+    if wanted is not None:
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE

@@ -1,0 +1,100 @@
+"""Walk 11, part B, rows of walk11b-report.md (issue 43), each fixed as a class:
+
+- a second start of a live run's id (a retried exec, another node of the run sharing the $TMPDIR) never rewrites
+  the live run's record; `--node stop` ends both entrypoints of the id (B6).
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import cli_run
+import pytest
+
+from cli_run import in_a_folder_with_train_py
+
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
+
+
+def _environment(tmp_path):
+    return {"PATH": os.environ["PATH"], "PYTHONPATH": str(cli_run.SRC), "TMPDIR": str(tmp_path)}
+
+
+def _sleeper(tmp_path, run_id):
+    """A stand-in entrypoint of ``run_id``: found by its command line, as a real one is."""
+    return cli_run.popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", run_id],
+                         env=_environment(tmp_path))
+
+
+def _record(tmp_path, run_id, proc):
+    from nodeweave.entrypoint.running.runstate import proc_stat, write_json
+
+    for _ in range(200):
+        if proc_stat(proc.pid):
+            break
+        time.sleep(0.01)
+    record = {"schema": "nodeweave.run/1", "run_id": run_id, "pid": proc.pid, "starttime": proc_stat(proc.pid)[3],
+              "started": 1.0, "state": "launched", "command": ["train.py"]}
+    path = tmp_path / "nodeweave" / "runs" / run_id / "run.json"
+    write_json(str(path), record)
+    return path, record
+
+
+BEGIN = """
+import sys
+from nodeweave.entrypoint.running.runstate import begin_run
+class S:
+    env = {'TMPDIR': sys.argv[1]}
+    command = ['train.py']
+    def get(self, key):
+        return sys.argv[2] if key == 'run_id' else None
+from nodeweave.entrypoint.errors import EntrypointError
+try:
+    begin_run(S())
+except EntrypointError as err:
+    sys.exit(f"{err} [{err.exit_code}]")
+"""
+
+
+@pytest.mark.parametrize("same_id", [True, False], ids=["same-id", "other-id"])
+def test_a_second_start_never_rewrites_a_live_runs_record(tmp_path, same_id):
+    """B6: a repeat of a live run's id rewrote its run.json with the repeat's pid (`state: starting`); once the
+    repeat was refused, `--node status` listed no run and a third run of another id started beside the first."""
+    live = _sleeper(tmp_path, "r5")
+    try:
+        path, record = _record(tmp_path, "r5", live)
+        out = cli_run.run([sys.executable, "-c", BEGIN, str(tmp_path), "r5" if same_id else "r6"],
+                          env=_environment(tmp_path))
+        assert out.returncode == 0 if same_id else out.stderr.endswith(" [6]\n"), out.stderr
+        assert json.loads(path.read_text()) == record  # untouched, whatever the second start did
+        if not same_id:
+            assert "run r5 is still in progress on this node" in out.stderr  # refused, as before
+        status = cli_run.run([*cli_run.ENTRYPOINT, "--node", "status"], env=_environment(tmp_path))
+        assert [r["pid"] for r in json.loads(status.stdout)["runs"]] == [live.pid]
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_stop_ends_every_entrypoint_of_a_live_runs_id(tmp_path):
+    """B6: the second entrypoint of a live id keeps no record; `--node stop` (every run) and `--node stop --run ID`
+    end it with the recorded one, each reported on its own (two entries of one id were one before)."""
+    for argv in (["stop", "--grace", "2"], ["stop", "--run", "r5", "--grace", "2"]):
+        live, second = _sleeper(tmp_path, "r5"), _sleeper(tmp_path, "r5")
+        try:
+            _record(tmp_path, "r5", live)
+            time.sleep(0.3)  # the second's command line is set just after its exec
+            out = cli_run.run([*cli_run.ENTRYPOINT, "--node", *argv], env=_environment(tmp_path), timeout=60)
+            stopped = json.loads(out.stdout)["stopped"]
+            assert out.returncode == 0 and [s["processes"] for s in stopped] == [1, 1], out.stdout
+            assert live.wait(timeout=10) and second.wait(timeout=10)
+        finally:
+            for proc in (live, second):
+                proc.kill()
+                proc.wait()
