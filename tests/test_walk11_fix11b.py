@@ -98,3 +98,25 @@ def test_stop_ends_every_entrypoint_of_a_live_runs_id(tmp_path):
             for proc in (live, second):
                 proc.kill()
                 proc.wait()
+
+
+FIX = cli_run.REPO / "tests" / "fixtures" / "synthetic"
+
+
+@pytest.mark.parametrize("master", ["127.0.0.1", "localhost", "192.168.1.40"])
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_every_elastic_node_is_told_whether_it_hosts_the_store(master, rank):
+    """B13: a non-master node's elastic line had no is_host, so torch guessed it from the endpoint: on loopback
+    (or host networking) node 1 also bound the c10d store and the second to bind died in torch's traceback. What
+    torch's rendezvous reads from the line is now true on node 0 and false on every other node."""
+    torchrun = pytest.importorskip("torch.distributed.run")
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+
+    from nodeweave.entrypoint import make_plan
+
+    plan = make_plan(["--", "train.py"], sysroot=str(FIX / "cpu-only"),
+                     env={"NODEWEAVE_NNODES": "2:3", "NODE_RANK": str(rank), "MASTER_ADDR": master})
+    config, _, _ = torchrun.config_from_args(torchrun.get_args_parser().parse_args(plan.launch.argv[1:]))
+    params = RendezvousParameters(backend="c10d", endpoint=config.rdzv_endpoint, run_id=config.run_id,
+                                  min_nodes=config.min_nodes, max_nodes=config.max_nodes, **config.rdzv_configs)
+    assert params.get_as_bool("is_host") is (rank == 0)

@@ -238,9 +238,13 @@ def _torchrun(topo, node, command, restarts, settings):
     if topo.elastic:
         argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", host_port(addr, port), "--rdzv-id", topo.job_id]
         conf = dict(KEEP_ALIVE)
-        if topo.is_master:
-            conf["is_host"] = "true"
-            notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that")
+        # told, never guessed: torch's own guess (the endpoint is one of my addresses) is true on every node where
+        # the master is loopback or this machine, and the second to bind dies in a traceback (walk11b B13)
+        conf["is_host"] = "true" if topo.is_master else "false"
+        notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that"
+                     if topo.is_master else
+                     "node 0 hosts the c10d store, not this node: is_host=false, so a master on this machine "
+                     "(loopback, host networking) is joined, not bound a second time")
         user = launcher_options.rdzv_conf(settings.get("launcher_options") or (), settings.source("launcher_options"))
         conf.update(user)
         argv += ["--rdzv-conf", ",".join(f"{key}={value}" for key, value in conf.items())]
