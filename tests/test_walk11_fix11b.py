@@ -120,3 +120,28 @@ def test_every_elastic_node_is_told_whether_it_hosts_the_store(master, rank):
     params = RendezvousParameters(backend="c10d", endpoint=config.rdzv_endpoint, run_id=config.run_id,
                                   min_nodes=config.min_nodes, max_nodes=config.max_nodes, **config.rdzv_configs)
     assert params.get_as_bool("is_host") is (rank == 0)
+
+
+RECOVERY = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2", "NODE_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_EXCHANGE_ALLOW": "address"}
+
+
+@pytest.mark.parametrize("argv, env, said", [
+    (["--max-restarts", "3"], {}, "max restarts 3 (flag --max-restarts)"),
+    ([], {"NODEWEAVE_MAX_RESTARTS": "3"}, "max restarts 3 (NODEWEAVE_MAX_RESTARTS)"),
+    (["--launcher-options", "--max-restarts 3"], {}, "launcher option '--max-restarts 3' (from flag --launcher-options)"),
+    ([], {"NODEWEAVE_LAUNCHER_OPTIONS": "--max_restarts=3"},
+     "launcher option '--max_restarts=3' (from NODEWEAVE_LAUNCHER_OPTIONS)"),
+], ids=["flag", "variable", "option-flag", "option-variable"])
+def test_every_spelling_of_the_launchers_restarts_is_dropped_under_recovery_and_said(entrypoint, argv, env, said):
+    """B1: the launcher options' restart count was refused under recovery (exit 2) while --max-restarts and
+    NODEWEAVE_MAX_RESTARTS were dropped with a warning, and the Faults row still said the launcher restarts the
+    workers 3 times. One rule: every spelling is left out of the launch line and said; the row says the same."""
+    code, out, err = entrypoint(["--explain", "--json", *argv, "--", "train.py"], dict(RECOVERY, **env))
+    assert code == 0, err
+    plan = json.loads(out)
+    assert not any("restarts" in word for word in plan["launch"]["argv"]), plan["launch"]["argv"]
+    assert any(w.startswith(f"{said} is not passed to torchrun under recovery") for w in plan["warnings"]), \
+        plan["warnings"]
+    code, out, err = entrypoint(["--explain", *argv, "--", "train.py"], dict(RECOVERY, **env))
+    assert "the launcher restarts this node's workers" not in out
