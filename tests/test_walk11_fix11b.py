@@ -145,3 +145,21 @@ def test_every_spelling_of_the_launchers_restarts_is_dropped_under_recovery_and_
         plan["warnings"]
     code, out, err = entrypoint(["--explain", *argv, "--", "train.py"], dict(RECOVERY, **env))
     assert "the launcher restarts this node's workers" not in out
+
+
+@pytest.mark.parametrize("master, host, port", [
+    ("tcp://10.0.0.1:29500", "10.0.0.1", 29500), ("http://[fd00::1]:29500", "fd00::1", 29500),
+    ("http://node0:29500/", "node0", 29500), ("10.0.0.1:29500", "10.0.0.1", 29500),
+    ("[fd00::1]:29500", "fd00::1", 29500), ("http://node0", "node0", None)])
+def test_a_master_with_a_scheme_or_a_port_is_told_where_each_part_goes(entrypoint, master, host, port):
+    """B10: `tcp://10.0.0.1:29500` was told to give `10.0.0.1:29500`, which was refused next for its port. The
+    advice strips scheme and port alike, and following it is taken."""
+    code, out, err = entrypoint(["--explain", "--", "train.py"], {"MASTER_ADDR": master, "NNODES": "2",
+                                                                  "NODE_RANK": "1"})
+    assert code == 2
+    advice = f"give the host alone ({host})" + (f" and the port as MASTER_PORT={port} (--master-port {port})"
+                                                if port else ";")
+    assert advice in err, err
+    followed = {"MASTER_ADDR": host, "NNODES": "2", "NODE_RANK": "1", **({"MASTER_PORT": str(port)} if port else {})}
+    code, out, err = entrypoint(["--explain", "--", "train.py"], followed)
+    assert code == 0, err
