@@ -163,3 +163,36 @@ def test_a_master_with_a_scheme_or_a_port_is_told_where_each_part_goes(entrypoin
     followed = {"MASTER_ADDR": host, "NNODES": "2", "NODE_RANK": "1", **({"MASTER_PORT": str(port)} if port else {})}
     code, out, err = entrypoint(["--explain", "--", "train.py"], followed)
     assert code == 0, err
+
+
+@pytest.mark.parametrize("name, value, rank, example", [
+    ("NNODES", "2", "1", "e.g. NODEWEAVE_NNODES=1 if NNODES=2 counts every container"),
+    ("PET_NNODES", "3", "0", "e.g. NODEWEAVE_NNODES=2 if PET_NNODES=3 counts every container"),
+    ("NNODES", "2:4", "1", "with the 1 spare(s) as containers besides"),
+    ("SLURM_NNODES", "4097", "0", "e.g. NODEWEAVE_NNODES=4096 if SLURM_NNODES=4097 counts every container"),
+])
+def test_a_count_read_as_every_container_gives_an_example_of_containers_less_spares(entrypoint, name, value, rank,
+                                                                                     example):
+    """B5, B9: the example took every container as training nodes (`NODEWEAVE_NNODES=4097 if 4097 node(s) train`,
+    no container left for the spare; `2:4 node(s) train` for a range), and a typed NNODES was called the
+    platform's count. The example is the containers less the spares, and the line says only NODEWEAVE_NNODES or
+    --nnodes give the training count."""
+    env = {name: value, "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "MASTER_ADDR": "127.0.0.1",
+           "NODEWEAVE_EXCHANGE_ALLOW": "address"}
+    env.update({"SLURM_NODEID": rank, "SLURM_JOB_NODELIST": "n[0001-4097]"} if name.startswith("SLURM") else
+               {"NODE_RANK": rank})
+    code, out, err = entrypoint(["--explain", "--", "train.py"], env)
+    assert code == 3, err
+    assert "is read under recovery as every container" in err and example in err, err
+    assert "only NODEWEAVE_NNODES or --nnodes give the training count" in err
+
+
+def test_recovery_on_a_big_allocation_takes_the_training_count_the_hint_gives(entrypoint):
+    """B9: following the hint on a 4097-node allocation (NODEWEAVE_NNODES=4096) was refused as more than the
+    spec's 2,048 typed nodes: the typed training count may go up to the allocation less the spares, not past it."""
+    env = {"SLURM_NNODES": "4097", "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "n[0001-4097]",
+           "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_EXCHANGE_ALLOW": "address"}
+    code, out, err = entrypoint(["--explain", "--", "train.py"], dict(env, NODEWEAVE_NNODES="4096"))
+    assert code == 0, err
+    code, out, err = entrypoint(["--explain", "--", "train.py"], dict(env, NODEWEAVE_NNODES="4097"))
+    assert code == 2 and "node count must be at most 4096" in err, err
