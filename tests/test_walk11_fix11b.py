@@ -196,3 +196,32 @@ def test_recovery_on_a_big_allocation_takes_the_training_count_the_hint_gives(en
     assert code == 0, err
     code, out, err = entrypoint(["--explain", "--", "train.py"], dict(env, NODEWEAVE_NNODES="4097"))
     assert code == 2 and "node count must be at most 4096" in err, err
+
+
+def _field_variables():
+    """(NODEWEAVE_<spec field path>, the variable meant) for every spec field of the contract's rows whose own
+    variable is named otherwise."""
+    from nodeweave.entrypoint.planning.contract import SETTINGS
+    from nodeweave.entrypoint.planning.variables import KNOWN
+
+    found = []
+    for row in SETTINGS:
+        if row.spec and row.variable:
+            name = "NODEWEAVE_" + row.spec.replace(".", "_").upper()
+            if name not in KNOWN:
+                found.append((name, row.variable))
+    return found
+
+
+@pytest.mark.parametrize("name, meant", _field_variables() + [("NODEWEAVE_RECOVERY_MIN_NODES", "NODEWEAVE_NNODES"),
+                                                             ("NODEWEAVE_MIN_NODES", "NODEWEAVE_NNODES")])
+def test_a_variable_named_after_a_spec_field_names_the_variable_that_sets_it(name, meant):
+    """B8: NODEWEAVE_MIN_NODES (recovery.min_nodes typed as recovery.spares is NODEWEAVE_SPARES) was told "did you
+    mean NODEWEAVE_NNODES?" without how a minimum is written there. Every spec field's path as a variable names
+    the variable that sets it, and recovery.min_nodes says MIN:MAX."""
+    from nodeweave.entrypoint.planning.variables import unknown_lines
+
+    line, = unknown_lines({name: "1"})
+    assert f"(did you mean {meant} " in line, line
+    if "MIN_NODES" in name:
+        assert "NODEWEAVE_NNODES=1:2 (or --nnodes 1:2)" in line, line

@@ -501,6 +501,13 @@ def read_step_pattern(text, what, source):
     return value
 
 
+# spec fields with no variable of their own: written into another's value (walk11b B8)
+FOLDED_FIELDS = {
+    "recovery.min_nodes": "NODEWEAVE_NNODES as MIN:MAX (recovery.min_nodes): under recovery NODEWEAVE_NNODES=1:2 "
+                          "(or --nnodes 1:2) goes on with as few as 1 of the 2 training nodes",
+}
+
+
 class Setting:
     """One row of the contract."""
 
