@@ -225,3 +225,40 @@ def test_a_variable_named_after_a_spec_field_names_the_variable_that_sets_it(nam
     assert f"(did you mean {meant} " in line, line
     if "MIN_NODES" in name:
         assert "NODEWEAVE_NNODES=1:2 (or --nnodes 1:2)" in line, line
+
+
+@pytest.mark.parametrize("recovery", ["off", "on"])
+def test_a_node_started_twice_is_turned_away_and_the_live_node_trains_on(tmp_path, recovery):
+    """B23: under recovery a second start of node 1 (a mistaken repeat while the job trains) was sent off to try
+    again, and the live, beating node 1 was thrown out as lost (a generation and a restart spent, and the next
+    check-in refused the job for two node 1s). Under recovery too the newcomer is the duplicate, turned away
+    (exit 3) naming the live node, and the job goes on with the first, as without recovery."""
+    from cli_run import ENTRYPOINT, home_beside, popen
+    from free_ports import free_port_pair
+
+    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(12)\n")
+    port = free_port_pair()
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
+            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b23",
+            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
+            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": recovery}
+    if recovery == "on":
+        base["NODEWEAVE_SPARES"] = "1"
+
+    def node(rank, name):
+        (tmp_path / name).mkdir()
+        return popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
+                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
+
+    first = [node(rank, f"t{rank}") for rank in range(3 if recovery == "on" else 2)]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
+        time.sleep(0.2)
+    time.sleep(2.0)
+    again = node(1, "t1b")
+    out = again.communicate(timeout=60)[0]
+    outs = [proc.communicate(timeout=120)[0] for proc in first]
+    assert again.returncode == 3 and "node rank 1 claimed twice" in out, out
+    assert [proc.returncode for proc in first] == [0] * len(first), outs
+    assert "turned away: node rank 1 claimed twice" in outs[0], outs[0]
+    assert "was lost" not in outs[0] and "LEFT OUT" not in outs[1], outs

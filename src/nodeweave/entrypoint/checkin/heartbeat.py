@@ -481,7 +481,7 @@ class HubWatch(HubStall, Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
-        if self.turn_away is not None and self.turn_away(peer):  # no wait on its connect-back: it tries again
+        if self.turn_away is not None and self.turn_away(peer) and self._twin(peer) is None:  # it tries again
             self.hub.board.forget(peer)
             peer.channel.close()
             return
@@ -496,8 +496,16 @@ class HubWatch(HubStall, Watch):
             self.settling.remove(peer)
             self._judge_late(peer)
 
+    def _twin(self, peer):
+        """The node in the job, alive and beating, whose rank ``peer`` claims as well, or None. Under recovery too
+        the newcomer is the duplicate, turned away naming the live node (walk11b B23: it was sent off to try
+        again, and the live training node was thrown out as lost, a generation and a restart spent)."""
+        rank = (peer.fp or {}).get("rank")
+        return next((p for p in self.hub.peers if p is not peer and (p.fp or {}).get("rank") == rank
+                     and p.done is None and not p.stopping), None)
+
     def _judge_late(self, peer):
-        verdict = self.admit(peer) if self.admit else None
+        verdict = None if self._twin(peer) is not None else self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
             self.hub.board.forget(peer)
             peer.channel.close()
