@@ -262,3 +262,12 @@ def test_a_node_started_twice_is_turned_away_and_the_live_node_trains_on(tmp_pat
     assert [proc.returncode for proc in first] == [0] * len(first), outs
     assert "turned away: node rank 1 claimed twice" in outs[0], outs[0]
     assert "was lost" not in outs[0] and "LEFT OUT" not in outs[1], outs
+
+
+def test_node_status_without_a_command_judges_no_plan(tmp_path):
+    """B22: `--node status` (its command left out, as documented) answered a plan error, exit code 2 ("no
+    training command"), beside a run that trained fine. Not asked for, the plan says so, with no error."""
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "status"], env=_environment(tmp_path), cwd=tmp_path)
+    plan = json.loads(out.stdout)["plan"]
+    assert out.returncode == 0 and plan["errors"] == [] and plan["hash"] is None, plan
+    assert plan["not_judged"].startswith("no command given"), plan
