@@ -271,3 +271,16 @@ def test_node_status_without_a_command_judges_no_plan(tmp_path):
     plan = json.loads(out.stdout)["plan"]
     assert out.returncode == 0 and plan["errors"] == [] and plan["hash"] is None, plan
     assert plan["not_judged"].startswith("no command given"), plan
+
+
+@pytest.mark.parametrize("env, warned", [
+    ({}, True), ({"NODEWEAVE_NO_PROGRESS_RESTARTS": "2"}, True), ({"NODEWEAVE_CHECKPOINT_DIR": "ck"}, False),
+    ({"NODEWEAVE_NO_PROGRESS_RESTARTS": "0"}, False)])
+def test_recovery_without_a_checkpoint_folder_says_the_brake_ends_it(entrypoint, env, warned):
+    """B20: with no checkpoint folder and the no-progress brake on (its default), the job ended at the 3rd fault
+    (exit 9) with spares still waiting, and --explain showed the two settings on separate rows, never together."""
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"],
+                                dict(RECOVERY, NODEWEAVE_SPARES="2", **env))
+    assert code == 0, err
+    said = [w for w in json.loads(out)["warnings"] if "no checkpoint can count as progress" in w]
+    assert bool(said) is warned, said
