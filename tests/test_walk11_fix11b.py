@@ -284,3 +284,23 @@ def test_recovery_without_a_checkpoint_folder_says_the_brake_ends_it(entrypoint,
     assert code == 0, err
     said = [w for w in json.loads(out)["warnings"] if "no checkpoint can count as progress" in w]
     assert bool(said) is warned, said
+
+
+@pytest.mark.parametrize("launcher, told", [("command", True), ("torchrun", False)])
+def test_a_late_node_of_a_command_job_is_told_the_exchange_closes_once_it_started(tmp_path, launcher, told):
+    """B2: a node of a `command` job started again while the job ran waited out its whole deadline on "Connection
+    refused" and was pointed at MASTER_ADDR and the Service; node 0 was running, but with launcher command it had
+    exec'd the command and its exchange was gone. The line says so for a command job (a torchrun job's node 0
+    keeps its exchange open and turns such a node away at once)."""
+    from free_ports import free_port_pair
+
+    (tmp_path / "train.py").write_text("")
+    port = free_port_pair()
+    command = ["sleep", "1"] if launcher == "command" else ["train.py"]
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                       "--master-port", str(port), "--exchange-allow", "address", "--metrics", "off", "--launcher",
+                       launcher, "--wait-timeout", "1", "--", *command], cwd=tmp_path,
+                      env=dict(_environment(tmp_path), PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"))
+    assert out.returncode == 4, out.stderr
+    assert ("with launcher command node 0 execs the command and its exchange closes" in out.stderr) is told, \
+        out.stderr
