@@ -304,3 +304,15 @@ def test_a_late_node_of_a_command_job_is_told_the_exchange_closes_once_it_starte
     assert out.returncode == 4, out.stderr
     assert ("with launcher command node 0 execs the command and its exchange closes" in out.stderr) is told, \
         out.stderr
+
+
+@pytest.mark.parametrize("word, says", [("$SCRIPT", "script '$SCRIPT' holds $, which nothing expands here"),
+                                        ("~/train.py", "script '~/train.py' holds ~, which nothing expands here"),
+                                        ("train.py ", "script 'train.py ' ends in white space, which names another "
+                                                      "file: write it as 'train.py'")])
+def test_the_script_word_is_told_its_own_slip(entrypoint, word, says):
+    """B17: a script word holding $SCRIPT, ~ or a trailing blank was called "a program, not a Python script" or
+    "not in the working directory"; the same entrypoint names these slips for paths and values. The script word
+    follows the same rules."""
+    code, out, err = entrypoint(["--explain", "--", word], {})
+    assert code == 2 and says in err, err

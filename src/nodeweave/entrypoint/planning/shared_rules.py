@@ -306,7 +306,8 @@ def notes(values, given=(), naming=None):
                                         "workspace.path)"))
     brake = values.get("no_progress_restarts", RECOVERY_NO_PROGRESS)
     budget = values.get("recovery_max_restarts", RECOVERY_RESTARTS)
-    if values.get("recovery") and not folder and brake and (not budget or brake <= budget):
+    given_folder = values.get("checkpoint_given", bool(folder))  # the spec's, when a mount answered its own note
+    if values.get("recovery") and not given_folder and brake and (not budget or brake <= budget):
         name = naming.name if naming else (lambda key: key)  # walk11b B20: two rows, never said together
         found.append(("no_progress_restarts", f"{name('no_progress_restarts')} {brake} with no "
                       f"{name('checkpoint_dir')}: no checkpoint can count as progress, so restart {brake} in a row "
