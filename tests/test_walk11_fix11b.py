@@ -316,3 +316,25 @@ def test_the_script_word_is_told_its_own_slip(entrypoint, word, says):
     follows the same rules."""
     code, out, err = entrypoint(["--explain", "--", word], {})
     assert code == 2 and says in err, err
+
+
+def test_a_nodes_own_run_record_is_named_as_such_not_as_damage(tmp_path):
+    """B7: `nodeweave runs show --runs-dir $TMPDIR/nodeweave/runs r3` called the node's own, untouched record
+    "not what `nodeweave run` writes" and told the user to restore or move nodeweave's own file; `runs ls` said the
+    same on every row. Both name it as a node's record and what reads it, and advise no move."""
+    from nodeweave.entrypoint.running.runstate import RUN_SCHEMA, write_json
+    from nodeweave.errors import UsageError
+    from nodeweave.runs.history import find_run
+
+    write_json(str(tmp_path / "runs" / "r3" / "run.json"),
+               {"schema": RUN_SCHEMA, "run_id": "r3", "pid": 1, "starttime": 1, "started": 1796060698.28736,
+                "state": "launched", "command": ["sl.py"]})
+    with pytest.raises(UsageError) as refused:
+        find_run(tmp_path / "runs", "r3")
+    said = str(refused.value)
+    assert "a node's own record of a run" in said and "--node report r3" in said, said
+    assert "restore" not in said and "move" not in said, said
+    listed = cli_run.run([*cli_run.NODEWEAVE, "runs", "ls", "--runs-dir", str(tmp_path / "runs")],
+                         env=dict(_environment(tmp_path), HOME=cli_run.home_beside(tmp_path), COLUMNS="400"),
+                         cwd=tmp_path)
+    assert "a node's own record of a run" in listed.stdout and "restore" not in listed.stdout, listed.stdout
