@@ -338,3 +338,20 @@ def test_a_nodes_own_run_record_is_named_as_such_not_as_damage(tmp_path):
                          env=dict(_environment(tmp_path), HOME=cli_run.home_beside(tmp_path), COLUMNS="400"),
                          cwd=tmp_path)
     assert "a node's own record of a run" in listed.stdout and "restore" not in listed.stdout, listed.stdout
+
+
+@pytest.mark.parametrize("name", ["NODEWEAVE_JOB_ID", "NODEWEAVE_EXCHANGE_PORT", "NODEWEAVE_NNODES"])
+def test_doctor_cluster_never_calls_the_variables_it_asks_with_unread(tmp_path, name):
+    """B19: `nodeweave doctor --cluster` from a node's shell warned that NODEWEAVE_JOB_ID "is read by
+    nodeweave-entrypoint in the nodes, not by this command", and then asked node 0 with it; dropping it, as the
+    warning implied, made the job unreachable. A verb that plans as this node reads every node variable; another
+    verb still says it ignores one."""
+    from free_ports import free_port_pair
+
+    port = free_port_pair()
+    env = dict(_environment(tmp_path), HOME=cli_run.home_beside(tmp_path), NNODES="2", NODE_RANK="1",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), **{name: "30001" if "PORT" in name else "dcjob"})
+    doctor = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--cluster"], env=env, cwd=tmp_path, timeout=120)
+    assert f"{name}=" not in doctor.stderr or "not by this command" not in doctor.stderr, doctor.stderr
+    other = cli_run.run([*cli_run.NODEWEAVE, "runs", "ls"], env=env, cwd=tmp_path)
+    assert f"{name}=" in other.stderr and "not by this command" in other.stderr, other.stderr
