@@ -355,3 +355,20 @@ def test_doctor_cluster_never_calls_the_variables_it_asks_with_unread(tmp_path, 
     assert f"{name}=" not in doctor.stderr or "not by this command" not in doctor.stderr, doctor.stderr
     other = cli_run.run([*cli_run.NODEWEAVE, "runs", "ls"], env=env, cwd=tmp_path)
     assert f"{name}=" in other.stderr and "not by this command" in other.stderr, other.stderr
+
+
+@pytest.mark.parametrize("pointer", ["latest", "latest_checkpointed_iteration.txt"])
+@pytest.mark.parametrize("content, says", [("", "is empty"), ("garbage\n", "holds 'garbage', no save's name"),
+                                           (None, "cannot be read")], ids=["empty", "no-name", "folder"])
+def test_a_library_pointer_that_names_no_save_is_said(tmp_path, pointer, content, says):
+    """B16: an empty `latest` (rank 0 killed while DeepSpeed wrote it) failed load_checkpoint(dir) as one naming a
+    missing tag does, yet was passed in silence (`passed_over: []`). Every pointer file (DeepSpeed's latest,
+    Megatron's tracker) that names no save is said the same way."""
+    from nodeweave.entrypoint.recovery.checkpoints import scan
+
+    if content is None:
+        (tmp_path / pointer).mkdir()
+    else:
+        (tmp_path / pointer).write_text(content)
+    said = [why for path, why in scan(str(tmp_path)).incomplete if path.endswith(pointer)]
+    assert said and says in said[0] and "the library's own resume reads it and would fail" in said[0], said
