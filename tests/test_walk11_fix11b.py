@@ -389,3 +389,17 @@ def test_the_resume_line_names_the_newer_saves_passed_over(tmp_path):
     path, step, _ = newest_checkpoint(str(tmp_path), said.append)
     assert path.endswith("global_step10"), (path, said)
     assert any(line.startswith("recovery: passed over global_step20, global_step30") for line in said), said
+
+
+@pytest.mark.parametrize("argv, env", [([], {"NODE_RANK": "5"}), (["--node-rank", "5"], {}),
+                                       ([], {"NODEWEAVE_NODE_RANK": "5"})], ids=["NODE_RANK", "flag", "NODEWEAVE"])
+def test_a_hostfile_without_this_host_takes_the_rank_given(entrypoint, argv, env):
+    """B18: a hostfile of names that are not this machine's was refused with "list it by name or address, or set
+    NODE_RANK", and refused the same with NODE_RANK (or --node-rank) set. A rank given by hand is taken; the
+    hostfile gives the count and the master."""
+    with open("hf", "w") as handle:
+        handle.write("".join(f"n{i} slots=1\n" for i in range(16)))
+    code, out, err = entrypoint(["--explain", "--json", "--hostfile", "hf", *argv, "--", "train.py"], env)
+    assert code == 0, err
+    topology = json.loads(out)["topology"]
+    assert (topology["node_rank"]["value"], topology["nnodes"]["value"]) == (5, "16"), topology
