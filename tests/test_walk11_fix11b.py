@@ -403,3 +403,20 @@ def test_a_hostfile_without_this_host_takes_the_rank_given(entrypoint, argv, env
     assert code == 0, err
     topology = json.loads(out)["topology"]
     assert (topology["node_rank"]["value"], topology["nnodes"]["value"]) == (5, "16"), topology
+
+
+@pytest.mark.parametrize("early", [True, False], ids=["refusal-ended-it", "deadline"])
+def test_nodes_still_arriving_when_a_refusal_ends_the_check_in_are_not_missing(early):
+    """B4: node 5's typo'd count ended the check-in within a second, and every node read that nodes 2, 3, 4 and 6
+    "did not check in before the deadline" (no deadline had passed; node 3 was itself connected). Nodes still on
+    their way when a refusal ends the gathering are named as such and are not a problem; the one real cause stands
+    alone. At the deadline they are missing, as before."""
+    from nodeweave.entrypoint.checkin.verdict import Entry, judge
+
+    own = Entry({"rank": 0, "hostname": "a", "nnodes": "8"}, seen="10.0.0.1", own=True)
+    verdict = judge([own], 4, 4, "command", missing={}, reachability=False, early=early)
+    refusing = [p["check"] for p in verdict["problems"] if p["severity"] == "refuse"]
+    assert refusing == ([] if early else ["missing"]), verdict["problems"]
+    if early:
+        note, = [p for p in verdict["problems"] if p["check"] == "not in yet"]
+        assert note["nodes"] == ["node 1", "node 2", "node 3"] and "no deadline passed" in note["says"], note

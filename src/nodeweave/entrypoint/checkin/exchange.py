@@ -386,7 +386,7 @@ class Hub:
 
         return {entry.tag: why for entry, why in unreachable([peer.entry() for peer in self.peers], allow)}
 
-    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=()):
+    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=(), early=False):
         """The verdict over node 0 and the nodes in, less ``without`` (peers recovery leaves out: not judged)."""
         from .refusal import add_refusals
         from .verdict import Entry, judge, ordered
@@ -396,7 +396,7 @@ class Hub:
         gone = {rank: "; ".join(filter(None, (missing(rank) if missing else None, self.strangers.get(rank))))
                 or None for rank in range(nnodes_min) if rank not in present}
         entries = ordered(entries)
-        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone, early=early)
         self.row_of = {id(e.tag): i for i, e in enumerate(entries) if e.tag is not None}
         self.judged_rows = verdict["rows"]
         if self.refusals:
