@@ -420,3 +420,27 @@ def test_nodes_still_arriving_when_a_refusal_ends_the_check_in_are_not_missing(e
     if early:
         note, = [p for p in verdict["problems"] if p["check"] == "not in yet"]
         assert note["nodes"] == ["node 1", "node 2", "node 3"] and "no deadline passed" in note["says"], note
+
+
+def test_status_says_who_trains_who_waits_and_who_is_not_in_yet():
+    """B3, B21: `--status` called a waiting spare and a node left out `running` like the training nodes, with no
+    generation, and node 0 gathering was `running` too, with no word of the nodes not in yet. Each waiting node
+    says its role, the recovery book's generation and roles come along, and a gathering node 0 names the ranks it
+    waits for and its deadline."""
+    from nodeweave.entrypoint.checkin.exchange import Hub, Peer
+
+    hub = Hub.__new__(Hub)
+    hub.own_fp, hub.verdict, hub.live_status, hub.clock = {"rank": 0}, None, None, lambda: 100.0
+    hub.peers = []
+    for rank, role in ((1, "member"), (2, "spare")):
+        peer = Peer(None, b"", 0.0)
+        peer.fp, peer.seen, peer.role = {"rank": rank}, "", role
+        hub.peers.append(peer)
+    hub.gathering = (4, 160.0, None)
+    answer = hub.status(whole=True)
+    assert [n["state"] for n in answer["nodes"]] == ["gathering", "running", "spare (waiting)"], answer["nodes"]
+    assert answer["waiting"] == {"expected": 4, "not_in": [3], "deadline_in_s": 60.0}, answer
+    hub.verdict = {"rows": [], "recovery": {"generation": 3, "members": [0, 2], "spares": [], "left_out": {"1": 1}}}
+    answer = hub.status(whole=True)
+    assert answer["recovery"]["generation"] == 3 and "waiting" not in answer, answer
+    assert answer["summary"]["states"] == {"running": 2, "spare (waiting)": 1}, answer["summary"]
