@@ -444,3 +444,35 @@ def test_status_says_who_trains_who_waits_and_who_is_not_in_yet():
     answer = hub.status(whole=True)
     assert answer["recovery"]["generation"] == 3 and "waiting" not in answer, answer
     assert answer["summary"]["states"] == {"running": 2, "spare (waiting)": 1}, answer["summary"]
+
+
+def test_a_waiting_node_stopped_by_a_signal_tells_node_0(tmp_path):
+    """B15: a spare (or a left-out node) stopped by SIGTERM (a `docker stop`) closed its link without a word, and
+    node 0 said it "is gone: its connection closed without a report: its entrypoint was killed, or its node or
+    network went away". It tells node 0 it was stopped, as a training node does; the job goes on."""
+    import signal
+
+    from cli_run import ENTRYPOINT, home_beside, popen
+    from free_ports import free_port_pair
+
+    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(10)\n")
+    port = free_port_pair()
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
+            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b15",
+            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
+            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1"}
+    procs = []
+    for rank in range(3):
+        (tmp_path / f"t{rank}").mkdir()
+        procs.append(popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
+                           env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / f"t{rank}"))))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
+        time.sleep(0.2)
+    time.sleep(2.0)
+    procs[2].send_signal(signal.SIGTERM)
+    outs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert procs[2].returncode == 143, outs[2]
+    assert "node 2 (vm) (spare) was stopped: stopped by SIGTERM while it waited" in outs[0].replace(
+        f"({os.uname().nodename})", "(vm)"), outs[0]
+    assert "is gone" not in outs[0] and procs[0].returncode == 0 and procs[1].returncode == 0, outs

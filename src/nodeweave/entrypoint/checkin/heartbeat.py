@@ -198,9 +198,30 @@ class LinkWatch(LinkStall, Watch):
         """A node without a place this generation (a spare, one left out): beat until node 0 ends the
         generation; True when it ended the job (nothing more to wait for), False for a next generation."""
         self.start()  # no launcher to stop
-        self.thread.join()
+        try:
+            self.thread.join()
+        except SystemExit as stop:  # a stop signal while it waits (supervise.stop_waiting): node 0 is told
+            self._say_stopped_waiting(stop.code)
+            raise
         self.close()
         return self.closing
+
+    def _say_stopped_waiting(self, code):
+        """Tell node 0 that this waiting node (a spare, one left out) was stopped by a signal, as a training node's
+        report says it, so node 0 does not blame the network or a kill (walk11b B15: "is gone: its connection
+        closed without a report"). Lost to this generation: never waited for at the next."""
+        import signal
+
+        code = code if isinstance(code, int) else 1
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = f"exit {code}"
+        try:
+            self._send({"t": "exit", "code": code, "stopped": name, "lost": True,
+                        "how": f"stopped by {name} while it waited (no launcher running)"})
+        except ExchangeError:
+            pass
 
     def _send(self, message):
         with self.lock:
@@ -538,6 +559,8 @@ class HubWatch(HubStall, Watch):
                 peer.done = message
                 if message.get("code") != 0 and peer.role == "member":
                     self._heard(peer, Cause.CRASH, message)  # the others first, then this node's goodbye
+                elif message.get("code") != 0 and message.get("stopped") and self.failure is None:
+                    self.log(f"{_label(peer)} ({peer.role}) was stopped: {message.get('how')}")  # walk11b B15
                 self.hub.board.let_go(peer, 0.5)  # in this loop: its close is not waited for here
                 return
 
