@@ -476,3 +476,21 @@ def test_a_waiting_node_stopped_by_a_signal_tells_node_0(tmp_path):
     assert "node 2 (vm) (spare) was stopped: stopped by SIGTERM while it waited" in outs[0].replace(
         f"({os.uname().nodename})", "(vm)"), outs[0]
     assert "is gone" not in outs[0] and procs[0].returncode == 0 and procs[1].returncode == 0, outs
+
+
+def test_the_checkpoint_folder_is_compared_as_the_ranks_save_into_it(tmp_path, monkeypatch):
+    """B11: under recovery, node 1 started from a subfolder with `--checkpoint-dir ck` saved into <sub>/ck while
+    node 0 scanned <w>/ck, and the check-in compared the folder as typed (`ck` = `ck`): no save was ever complete.
+    The fault settings node 0 compares hold the folder as this node resolves it, so the check-in's own `faults`
+    rule names the node whose folder differs."""
+    from nodeweave.entrypoint.checkin.fingerprint import fault_settings
+    from nodeweave.entrypoint.planning.settings import parse
+
+    seen = []
+    for folder in (tmp_path, tmp_path / "sub"):
+        folder.mkdir(exist_ok=True)
+        monkeypatch.chdir(folder)
+        settings = parse(["--recovery", "on", "--spares", "1", "--checkpoint-dir", "ck", "--", "train.py"],
+                         {"NODEWEAVE_NNODES": "2"})
+        seen.append(fault_settings(settings)["checkpoint_dir"])
+    assert seen == [str(tmp_path / "ck"), str(tmp_path / "sub" / "ck")], seen
