@@ -1,7 +1,21 @@
 """Walk 11, part B, rows of walk11b-report.md (issue 43), each fixed as a class:
 
 - a second start of a live run's id (a retried exec, another node of the run sharing the $TMPDIR) never rewrites
-  the live run's record; `--node stop` ends both entrypoints of the id (B6).
+  the live run's record; `--node stop` ends both entrypoints of the id (B6);
+- every non-master elastic node is told is_host=false (B13);
+- every spelling of the launcher's restart count is dropped under recovery and said, the Faults row too (B1);
+- a master with a scheme or a port is told the host and the port each where it goes (B10);
+- a count read as every container under spares: its example is the containers less the spares; a big
+  allocation's training count may go to it less the spares (B5, B9);
+- a variable named after a spec field names the variable that sets it (B8);
+- under recovery a duplicate of a live node is turned away, the live node keeps its place (B23);
+- `--node status` without a command asks no plan (B22); recovery without a checkpoint folder warns of the
+  brake (B20); a command job's late node is told the exchange closed (B2); the script word's own slip (B17);
+- a node's run record given to `nodeweave runs` is named as such (B7); doctor --cluster reads the node variables
+  (B19); a library pointer naming no save is said (B16); the saves passed over are logged (B14);
+- a hostfile without this host takes the rank given (B18); ranks still arriving at an early refusal are not
+  missing (B4); `--status` says gathering, waiting roles and the generation (B3, B21); a waiting node stopped
+  by a signal tells node 0 (B15); the checkpoint folder is compared as resolved (B11).
 
 Each test fails on the code before its fix. No container is started.
 """

@@ -25,21 +25,9 @@ def training_most(settings):
     """The most training nodes a typed count may give: the spec's range for ``nodes`` (NODES_MAX), or, under
     recovery on a scheduler's allocation (SLURM_NNODES), as many as the allocation holds less the spares: the
     training count must be typed there, and a 4097-node allocation's 4096 was refused (walk11b B9)."""
+    from .slurm import training_most_of
+
     return training_most_of(settings.env, settings.get("recovery"), settings.get("spares", 0))
-
-
-def training_most_of(env, recovery, spares):
-    """:func:`training_most` from the values themselves (the settings' own rules read it before any settings)."""
-    from .contract import NODES_MAX, SCHEDULED_NODES_MAX, plain_int
-    from .slurm import COUNTS
-
-    if recovery:
-        spares = spares if isinstance(spares, int) else 0
-        for name in COUNTS:
-            value = (env.get(name) or "").strip()
-            if plain_int(value) and 0 < int(value) <= SCHEDULED_NODES_MAX:
-                return max(NODES_MAX, int(value) - spares)
-    return NODES_MAX
 
 
 def _platform_count(settings):

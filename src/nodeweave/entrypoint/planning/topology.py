@@ -165,9 +165,10 @@ def discover(settings, node, root, kube, warnings=None):
     for line in inherited_output_lines(env):  # what the entrypoint sets for its ranks, already set (dropped)
         emit(warnings, "nodeweave-output", line)
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
-    from .job_size import training_most
+    from .slurm import training_most_of  # a big allocation's training count (walk11b B9)
 
-    most = training_most(settings) + (_spares(settings) if settings.get("recovery") else 0)  # recovery's containers
+    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0)) + (
+        _spares(settings) if settings.get("recovery") else 0)  # recovery's containers
     # the typo bound is for a count someone typed; a scheduler's own count (SLURM_NNODES, a hostfile's lines, an
     # MPI size) is the allocation it made, bounded only by SCHEDULED_NODES_MAX (walk8 B19)
     scheduled = {c.source for c in claims.get("nnodes", ()) if c.tier == PLATFORM}
