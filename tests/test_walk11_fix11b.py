@@ -508,3 +508,16 @@ def test_the_checkpoint_folder_is_compared_as_the_ranks_save_into_it(tmp_path, m
                          {"NODEWEAVE_NNODES": "2"})
         seen.append(fault_settings(settings)["checkpoint_dir"])
     assert seen == [str(tmp_path / "ck"), str(tmp_path / "sub" / "ck")], seen
+
+
+@pytest.mark.parametrize("word, says", [("$SCRIPT", "holds $, which nothing expands here"),
+                                        ("~/train.py", "holds ~, which nothing expands here"),
+                                        ("train.py ", "ends in white space, which names another file")])
+def test_nodeweave_run_tells_the_script_word_its_own_slip(tmp_path, word, says):
+    """B17, the CLI's member: `nodeweave run -- "$SCRIPT"` reads the script word by the entrypoint's one rule."""
+    from nodeweave.cli.habits.dashes import launcher_command
+    from nodeweave.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        launcher_command([word], "torchrun", workspace=tmp_path)
+    assert says in str(refused.value), str(refused.value)

@@ -376,7 +376,7 @@ def program_problem(launcher, word, verb, run_as_given):
             f"`nodeweave exec -- ...`; for a script, give its path in the workspace ({verb} -- train.py ARGS)")
 
 
-def _script_slip(script):
+def script_slip(script):
     """The script word's own slip, by the rules paths and values follow (``systemfolders``): white space at an
     edge (a YAML string's), or ``$NAME``/``~`` no shell expanded (a quoted ``"$SCRIPT"`` in a compose command); None
     when it has none. Asked only of a word that names no file here."""
@@ -412,7 +412,7 @@ def missing_script(launcher, command, cwd):
                     "accepted: a Python file, or NODEWEAVE_LAUNCHER=command (launcher.type: command) for a program "
                     "that starts its own processes")
         return None
-    slip = _script_slip(script)  # before "a program" or "not there": the slip itself (walk11b B17)
+    slip = script_slip(script)  # before "a program" or "not there": the slip itself (walk11b B17)
     if slip:
         return (f"script {slip} (launcher {launcher} would start it on every rank as written); accepted: the "
                 "script's path in the working directory, e.g. train.py")
