@@ -586,7 +586,8 @@ def test_a_platform_count_under_spares_is_named_with_the_variable_wanted(tmp_pat
     out = cli_run.entrypoint("--explain", "--", "t.py", cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 3, out.stdout + out.stderr
-    assert ("NNODES=2 is the platform's count, read as every container (training nodes and spares alike), so it "
-            "cannot say which 1 are spares; accepted: NODEWEAVE_NNODES=<training nodes>, e.g. NODEWEAVE_NNODES=2 if "
+    assert ("NNODES=2 (torchrun's count) is read under recovery as every container, training nodes and spares "
+            "alike, so it cannot say which 1 are spares (only NODEWEAVE_NNODES or --nnodes give the training count); "
+            "accepted: NODEWEAVE_NNODES=<training nodes>, e.g. NODEWEAVE_NNODES=2 if "
             "2 node(s) train and the 1 spare(s) come besides (this node, rank 2, is then a spare)") in out.stdout, \
         out.stdout

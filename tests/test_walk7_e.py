@@ -116,8 +116,8 @@ def _fingerprint(env, argv=("--", "train.py")):
     ({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_STALL_TIMEOUT": "900"}, {"NODEWEAVE_STALL_TIMEOUT": "120"},
      "recovery off (node 0: on); stall_timeout 120 (node 0: 900)"),
     ({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1"}, {"NODEWEAVE_RECOVERY": "on"}, "spares 0 (node 0: 1)"),
-    ({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": "ck"}, {"NODEWEAVE_RECOVERY": "on"},
-     "checkpoint_dir - (node 0: ck)"),
+    ({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": "/data/ck"}, {"NODEWEAVE_RECOVERY": "on"},
+     "checkpoint_dir - (node 0: /data/ck)"),  # an absolute folder: a relative one is compared as resolved (walk11b B11)
     ({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_STRAGGLER_IS_FAULT": "on"}, {"NODEWEAVE_RECOVERY": "on"},
      "straggler_fault 0 (node 0: 10); straggler_is_fault off (node 0: on)"),
     ({"NODEWEAVE_STALL_WARN": "30"}, {}, "stall_warn 60 (node 0: 30)"),

@@ -199,7 +199,8 @@ def test_under_python_3_6_a_plan_with_a_master_runs_and_recovery_is_refused_in_o
             "--", "train.py"]
     plan = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert plan.returncode == 0 and "plan for" in plan.stdout, plan.stderr
-    for extra in (["--explain"], ["--node", "status"]):
+    # `--node status` plans only when given the command (walk11b B22: without one it asks no plan)
+    for extra in (["--explain"], ["--node", "status", "--", "train.py"]):
         args = argv[:2] + extra if extra[0] == "--node" else argv
         out = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=tmp_path,
                              env=dict(env, NODEWEAVE_RECOVERY="on"))

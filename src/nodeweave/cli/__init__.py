@@ -440,6 +440,15 @@ REPORT_VARIABLES_ITSELF = {
 }
 
 
+# Verbs (and the flags that make them so) that read this environment as the node's own, as the entrypoint here
+# would (doctor --cluster asks node 0's exchange with this node's job id, token and master: doctor/cluster.py,
+# survey_here): the nodes' variables are read here, and "neither reads it nor passes it on" told a user to drop
+# NODEWEAVE_JOB_ID, the one variable that found the job (walk11b B19).
+READS_NODE_VARIABLES = {
+    "doctor": lambda argv: "--cluster" in {word.split("=", 1)[0] for word in argv},
+}
+
+
 def _warn_unknown_variables(argv: "list[str]") -> None:
     """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both), and one per
     variable only the nodes read (``habits.variables.node_variables``): a mistyped name, or one this command
@@ -452,9 +461,12 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     from nodeweave.cli.habits.variables import CLI_VARIABLES, node_variable_lines
     from nodeweave.entrypoint.planning.variables import unknown_lines
 
-    for line in unknown_lines(os.environ, read_here=CLI_VARIABLES):  # a name only the nodes read: said so
+    as_a_node = READS_NODE_VARIABLES.get(argv[0] if argv else "")
+    as_a_node = as_a_node is not None and as_a_node(argv[1:])
+    # a verb that plans as this node reads every node variable: none is "not read here" (walk11b B19)
+    for line in unknown_lines(os.environ, read_here=None if as_a_node else CLI_VARIABLES):
         typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
-    for line in node_variable_lines():  # a right name this command ignores: said as the typo is (walk6 W13)
+    for line in ([] if as_a_node else node_variable_lines()):  # a right name ignored here: said (walk6 W13)
         typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
 
 

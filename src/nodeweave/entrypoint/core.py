@@ -87,6 +87,10 @@ def _shared_notes(settings, warnings, topo=None):
     keys = ("recovery", "checkpoint_dir", "stall_warn", "stall_timeout", "metrics", "metrics_port", "step_pattern",
             "spares", "exchange_port")
     values = {key: settings.get(key) for key in keys}
+    from .planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+
+    values.update(no_progress_restarts=settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS),
+                  recovery_max_restarts=settings.get("recovery_max_restarts", RECOVERY_RESTARTS))
     if topo is not None:  # a topology value, not a setting: weighed against the other rank sources
         values["master_port"] = topo.master_port.value
     # without spares every node trains; a count recovery set itself (``with_flags``: generation 0's re-plan) is no
@@ -104,6 +108,8 @@ def _shared_notes(settings, warnings, topo=None):
             emit(warnings, "checkpoint-dir-per-container", line)
         elif key == "recovery":
             emit(warnings, "recovery-cannot-replace", f"{_source_name(settings, key)} {line}")
+        elif key == "no_progress_restarts":
+            emit(warnings, "recovery-no-progress", line)
         elif key == "spares":
             continue  # the spares' own row says how many wait (faults.py)
         elif key in ("master_port", "exchange_port", "metrics_port"):

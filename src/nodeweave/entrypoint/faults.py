@@ -228,9 +228,12 @@ def fault_rows(settings, plan):
             and not unwatched_command(settings, plan) and WATCHED_CHILD not in plan.launch.notes:
         plan.launch.notes.append(WATCHED_CHILD)  # explain's verb: run, not exec (as loop.Start.go does)
     restarts = settings.get("max_restarts")
-    if restarts:
-        rows.append(_row(settings, "max_restarts", restarts, f"the launcher restarts this node's workers up to "
-                         f"{restarts} time(s) before it fails"))
+    if restarts:  # under recovery the count is dropped from the launch (the warning says so too: walk11b B1)
+        from .planning.launch import DROPPED_UNDER_RECOVERY
+
+        rows.append(_row(settings, "max_restarts", restarts, "not passed to the launcher under recovery: "
+                         f"{DROPPED_UNDER_RECOVERY}" if recovery else f"the launcher restarts this node's "
+                         f"workers up to {restarts} time(s) before it fails"))
     metrics = settings.get("metrics", True)
     port = settings.get("metrics_port", METRICS_PORT)
     master = plan.topology is None or plan.topology.is_master

@@ -189,12 +189,12 @@ class Start:
         if not wait:
             return plan
         from .recovery.roles import plan_node
-        from .running.wait import wait_for
+        from .running.wait import after_start_hint, wait_for
 
         what = wait.get("what", "master")
         self.log(f"waiting for {what} {host_port(wait['host'], wait['port'])} (up to {wait['timeout_s']}s)")
         waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=self.log, first_delay=0.02, what=what,
-                          steady_s=3.0)
+                          steady_s=3.0, hint=after_start_hint(plan.launch.launcher, what))
         self.log(f"{what} {host_port(wait['host'], wait['port'])} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = plan_node(self.settings)  # the master resolves now: plan the route again

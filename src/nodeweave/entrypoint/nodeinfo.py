@@ -105,6 +105,12 @@ def _plan_now(command, env):
     return plan_summary(plan_node(settings, partial=True), command)
 
 
+# the plan of `--node status` with its optional command left out: not asked for, so no error with an exit code
+# (walk11b B22: "no training command ..., exit 2" read as a node whose plan fails while its run trained)
+NOT_JUDGED = {"hash": None, "errors": [], "not_judged": "no command given: `--node status -- COMMAND` plans this "
+              "node for it"}
+
+
 def status(args, env):
     command = args[args.index("--") + 1:] if "--" in args else []
     hold = read_json(os.path.join(state_root(env), "hold.json"))
@@ -113,7 +119,7 @@ def status(args, env):
     runs = [{k: r.get(k) for k in ("run_id", "pid", "started", "node_rank")} for r in live_runs(env)]
     data = {"schema": NODE_SCHEMA, "now": time.time(), "hostname": os.uname().nodename,
             "mode": "hold" if hold else "run", "hold": hold, "runs": runs,
-            "plan": hold["plan"] if hold else _plan_now(command, env), "gpu": gpu_usage(),
+            "plan": hold["plan"] if hold else _plan_now(command, env) if command else NOT_JUDGED, "gpu": gpu_usage(),
             "recovery": _recovery(env)}
     return data, EXIT_OK
 
@@ -186,8 +192,11 @@ def stop(args, env):
     options = read_options("stop", args)
     wanted, grace = options.get("--run"), options.get("--grace", 10.0)
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
-    if wanted is not None:  # a run whose entrypoint has just started is stopped too
-        runs += unrecorded_runs(wanted, {r["pid"] for r in runs}, env)
+    # a run whose entrypoint has just started is stopped too, and so is a second entrypoint of a live run's id,
+    # which keeps no record over the live one's (walk11b B6)
+    for run_id in ([wanted] if wanted is not None else sorted({r.get("run_id") for r in runs})):
+        runs += unrecorded_runs(run_id, {r["pid"] for r in runs}, env)
+    if wanted is not None:
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE

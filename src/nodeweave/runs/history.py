@@ -75,6 +75,10 @@ _NODE_TYPES = {"node": (str, int), "exit_code": int, "started_s": _NUMBER, "ende
 
 
 MOVE_OUT = "move the folder out of"  # a problem that already says its remedy (a link or a pipe for a record)
+# a node's own record of a run (entrypoint/running/runstate.py), nodeweave's and undamaged: never "restore it or
+# move it out" (walk11b B7), but what reads it
+NODE_RECORD = "this is a node's own record of a run"
+NODE_RUN_SCHEMA = "nodeweave.run/1"  # runstate.RUN_SCHEMA
 
 
 class Unreadable(Exception):
@@ -99,6 +103,10 @@ def _load(path: Path, name: str, type_problem=None) -> Optional[dict]:
     except (ValueError, RecursionError) as err:
         why = "not JSON" if isinstance(err, ValueError) else "nested too deep"
         raise Unreadable(f"{name} {why} (being written, or damaged)") from None
+    if name == "run.json" and isinstance(data, dict) and data.get("schema") == NODE_RUN_SCHEMA:
+        raise Unreadable(f"{name}: {NODE_RECORD} (schema {NODE_RUN_SCHEMA}, under $TMPDIR/nodeweave/runs/<id>), not a "
+                         "run `nodeweave run` keeps beside the spec: `nodeweave-entrypoint --node report "
+                         f"{path.name}` on that node shows it; --runs-dir takes the runs folder beside nodeweave.yaml")
     problem = (type_problem or _type_problem)(data)
     if problem:
         raise Unreadable(f"{name}: {problem}, not what `nodeweave run` writes")
@@ -288,7 +296,7 @@ def find_run(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     entry = _found(parent, wanted, job)
     if entry.problem:
         starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
-        remedy = "" if MOVE_OUT in entry.problem else \
+        remedy = "" if MOVE_OUT in entry.problem or NODE_RECORD in entry.problem else \
             f"; {starting}restore it or move {entry.path} out of the runs folder"
         raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}{remedy}")
     return entry
@@ -398,7 +406,8 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         showable = [i for i in readable if sweep_not_started(everything[i]) is None] or readable
         for skipped in everything[showable[-1] + 1:]:
             if skipped.problem:
-                remedy = "" if MOVE_OUT in skipped.problem else "; restore it or move the folder out"
+                remedy = "" if MOVE_OUT in skipped.problem or NODE_RECORD in skipped.problem else \
+                    "; restore it or move the folder out"
                 _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}{remedy}")
             else:
                 _note(f"{wanted} passes over {skipped.run_id}: a sweep none of whose points has started yet; "

@@ -516,7 +516,9 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
     values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
               "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout,
               "spares": restarts.spares, "nnodes": training, "nnodes_min": training if fewest is None else fewest}
-    values.update(master_port=launcher.master_port, exchange_port=launcher.exchange_port)
+    values.update(master_port=launcher.master_port, exchange_port=launcher.exchange_port,
+                  no_progress_restarts=restarts.no_progress_restarts, recovery_max_restarts=restarts.max_restarts,
+                  checkpoint_given=bool(restarts.checkpoint_dir))  # the folder, even where a mount answers its note
     if watched is not None:
         values.update(metrics=watched.enabled, metrics_port=watched.port, step_pattern=watched.step_pattern)
     mounted = [v.path for v in spec_volumes] + [workspace_path]

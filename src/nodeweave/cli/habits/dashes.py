@@ -170,9 +170,12 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
         if rest[:1] and rest[0] in SUB_COMMANDS.get(head, ()):  # `accelerate launch ...`: the sub-command
             rest = rest[1:]
         _refuse_launcher(words, launcher, verb, rest, LAUNCHER_OF[head])
-    from nodeweave.entrypoint.planning.consistency import is_a_program, program_problem
+    from nodeweave.entrypoint.planning.consistency import is_a_program, program_problem, script_slip
 
     here = workspace if workspace is not None else Path.cwd()
+    slip = None if (here / words[0]).exists() else script_slip(words[0])
+    if slip:  # the entrypoint's own rule for the script word (walk11b B17)
+        raise UsageError(f"script {slip}; accepted: the script's path in the workspace, e.g. {verb} -- train.py")
     if is_a_program(words[0], lambda word: (here / word).is_file()):
         import shlex
 

@@ -224,10 +224,14 @@ class Hub:
         from .verdict import shared_view
 
         now = self.clock()
+        # node 0 answers, so it is counted with the others (walk7 B26): gathering while it waits for the nodes
+        # (walk11b B21: it was "running" with nothing started); a spare or left-out node waits, never "running"
+        # beside the training nodes (walk11b B3)
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
-                  "state": "running"}]  # node 0 answers, so it runs: counted with the others (walk7 B26)
+                  "state": "gathering" if self.verdict is None else "running"}]
         for peer in self.peers:
-            state = "running" if peer.done is None else (
+            waiting = peer.role not in (None, "member")
+            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else (
                 f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:
@@ -237,6 +241,17 @@ class Hub:
         ranks = self.live_status(stacks) if self.live_status is not None else None
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
                   "summary": nodes_summary(nodes, self.verdict, (ranks or {}).get("stall"))}
+        gathering = getattr(self, "gathering", None)
+        if self.verdict is None and gathering is not None:  # which nodes node 0 still waits for, and how long
+            needed, deadline, wanted = gathering
+            present = {self.own_fp.get("rank")} | {peer.fp.get("rank") for peer in self.peers}
+            expected = sorted(wanted) if wanted is not None else list(range(needed))
+            answer["waiting"] = {"expected": len(expected), "not_in": [r for r in expected if r not in present][:64],
+                                 "deadline_in_s": round(max(0.0, deadline - now), 1)}
+        book = (self.verdict or {}).get("recovery")
+        if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
+            answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "left_out",
+                                                                   "restarts") if key in book}
         if whole:
             answer.update(nodes=nodes, verdict=self.verdict)
         else:
@@ -348,6 +363,7 @@ class Hub:
         ``wanted``: a set of node ranks instead of a count (recovery's nodes checking in again); the ranks
         still missing then (an empty set when all came)."""
         next_log = self.clock() + 10.0
+        self.gathering = (needed, deadline, wanted)  # what --status says while gathering (walk11b B21)
         # descriptors for every node, and for the old links a regather still reads (take_undecided)
         self.board.prepare((needed if wanted is None else len(wanted) + 1) + len(self.undecided_by_sock), self.log)
         judged = 0
@@ -386,7 +402,7 @@ class Hub:
 
         return {entry.tag: why for entry, why in unreachable([peer.entry() for peer in self.peers], allow)}
 
-    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=()):
+    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=(), early=False):
         """The verdict over node 0 and the nodes in, less ``without`` (peers recovery leaves out: not judged)."""
         from .refusal import add_refusals
         from .verdict import Entry, judge, ordered
@@ -396,7 +412,7 @@ class Hub:
         gone = {rank: "; ".join(filter(None, (missing(rank) if missing else None, self.strangers.get(rank))))
                 or None for rank in range(nnodes_min) if rank not in present}
         entries = ordered(entries)
-        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone, early=early)
         self.row_of = {id(e.tag): i for i, e in enumerate(entries) if e.tag is not None}
         self.judged_rows = verdict["rows"]
         if self.refusals:

@@ -218,6 +218,12 @@ def fault_settings(settings):
     from ..stall.setup import fault_checks
 
     found = {key: settings.get(key, default) for key, default in FAULT_SETTINGS}
+    folder = found.get("checkpoint_dir")
+    if folder and settings.get("recovery"):
+        # the folder as this node's ranks save into it, not as typed: `ck` from /w and from /w/sub are two
+        # folders, and node 0 scanning one never sees the other's shards (walk11b B11); docs/recovery.md: the
+        # folder must be the same path on every node
+        found["checkpoint_dir"] = os.path.abspath(folder)
     found["straggler_fault"] = fault_checks(settings)
     return found
 

@@ -223,9 +223,30 @@ class LinkWatch(LinkStall, Watch):
         """A node without a place this generation (a spare, one left out): beat until node 0 ends the
         generation; True when it ended the job (nothing more to wait for), False for a next generation."""
         self.start()  # no launcher to stop
-        self.thread.join()
+        try:
+            self.thread.join()
+        except SystemExit as stop:  # a stop signal while it waits (supervise.stop_waiting): node 0 is told
+            self._say_stopped_waiting(stop.code)
+            raise
         self.close()
         return self.closing
+
+    def _say_stopped_waiting(self, code):
+        """Tell node 0 that this waiting node (a spare, one left out) was stopped by a signal, as a training node's
+        report says it, so node 0 does not blame the network or a kill (walk11b B15: "is gone: its connection
+        closed without a report"). Lost to this generation: never waited for at the next."""
+        import signal
+
+        code = code if isinstance(code, int) else 1
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = f"exit {code}"
+        try:
+            self._send({"t": "exit", "code": code, "stopped": name, "lost": True,
+                        "how": f"stopped by {name} while it waited (no launcher running)"})
+        except ExchangeError:
+            pass
 
     def _send(self, message):
         with self.lock:
@@ -507,7 +528,7 @@ class HubWatch(HubStall, Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
-        if self.turn_away is not None and self.turn_away(peer):  # no wait on its connect-back: it tries again
+        if self.turn_away is not None and self.turn_away(peer) and self._twin(peer) is None:  # it tries again
             self.hub.board.forget(peer)
             peer.channel.close()
             return
@@ -522,8 +543,16 @@ class HubWatch(HubStall, Watch):
             self.settling.remove(peer)
             self._judge_late(peer)
 
+    def _twin(self, peer):
+        """The node in the job, alive and beating, whose rank ``peer`` claims as well, or None. Under recovery too
+        the newcomer is the duplicate, turned away naming the live node (walk11b B23: it was sent off to try
+        again, and the live training node was thrown out as lost, a generation and a restart spent)."""
+        rank = (peer.fp or {}).get("rank")
+        return next((p for p in self.hub.peers if p is not peer and (p.fp or {}).get("rank") == rank
+                     and p.done is None and not p.stopping), None)
+
     def _judge_late(self, peer):
-        verdict = self.admit(peer) if self.admit else None
+        verdict = None if self._twin(peer) is not None else self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
             self.hub.board.forget(peer)
             peer.channel.close()
@@ -556,6 +585,8 @@ class HubWatch(HubStall, Watch):
                 peer.done = message
                 if message.get("code") != 0 and peer.role == "member":
                     self._heard(peer, Cause.CRASH, message)  # the others first, then this node's goodbye
+                elif message.get("code") != 0 and message.get("stopped") and self.failure is None:
+                    self.log(f"{_label(peer)} ({peer.role}) was stopped: {message.get('how')}")  # walk11b B15
                 self.hub.board.let_go(peer, 0.5)  # in this loop: its close is not waited for here
                 return
 

@@ -194,8 +194,8 @@ class CheckIn:
 
     def _as_node_0(self):
         plan, info, hub, topo = self.plan, self.plan.exchange, self.hub, self.plan.topology
-        self.gather(topo.nnodes_min)
-        verdict = self.judge(topo.nnodes_min)
+        early = self.gather(topo.nnodes_min)
+        verdict = self.judge(topo.nnodes_min, early=early)
         hub.announce(verdict)
         if verdict["decision"] == "refuse":
             from .refusal import refused_because, tell_latecomers
@@ -237,11 +237,12 @@ class CheckIn:
         hub.gather(needed, self.started + info["deadline_s"] if deadline is None else deadline, early=early)
         return refused
 
-    def judge(self, minimum, without=()):
+    def judge(self, minimum, without=(), early=False):
         """Node 0's verdict over the nodes gathered, less ``without`` (peers recovery leaves out): start, or
-        refuse (every node exits 3)."""
+        refuse (every node exits 3). ``early``: a refusal ended the gathering before the deadline."""
         return self.hub.decide(minimum, self.plan.topology.nnodes_max, self.plan.launch.launcher,
-                               self.plan.exchange["allow"], _missing(self.settings, self.plan), without=without)
+                               self.plan.exchange["allow"], _missing(self.settings, self.plan), without=without,
+                               early=early)
 
     def unreachable(self):
         """{peer: why} for the nodes in that node 0 cannot reach as peers must (``Hub.unreachable``)."""

@@ -261,18 +261,25 @@ def unreachable(entries, allow=()):
     return found
 
 
-def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True):
+def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True, early=False):
     """The verdict dict for the checked-in ``entries`` (node 0's own among them, ``own=True``).
 
     ``missing``: {rank: what is known about it} for ranks below ``nnodes_min``
-    that never checked in (their pod's phase, in Kubernetes).
+    that never checked in (their pod's phase, in Kubernetes). ``early``: a refusal ended the gathering before
+    the deadline, so those ranks are named as not in yet, not as missing.
     """
     entries = ordered(entries)
     labels = _labels(entries)
     problems = []
     present = {e.fp.get("rank") for e in entries}
     gone = [rank for rank in range(nnodes_min) if rank not in present]
-    if gone:
+    if gone and early:  # walk11b B4: still arriving when another node's refusal ended the check-in, no deadline
+        known = missing or {}  # passed: named, never counted as a problem beside the one real cause
+        problems.append({"check": "not in yet", "severity": WARN, "allowed": False, "fields": [],
+                         "says": "still on their way when the refusal ended the check-in (no deadline passed): "
+                                 "not at fault",
+                         "nodes": [f"node {r}" + (f" ({known[r]})" if known.get(r) else "") for r in gone]})
+    elif gone:
         known = missing or {}
         problems.append({"check": "missing", "severity": REFUSE, "allowed": False, "fields": [],
                          "says": "did not check in before the deadline",

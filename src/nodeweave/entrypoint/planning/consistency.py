@@ -376,6 +376,18 @@ def program_problem(launcher, word, verb, run_as_given):
             f"`nodeweave exec -- ...`; for a script, give its path in the workspace ({verb} -- train.py ARGS)")
 
 
+def script_slip(script):
+    """The script word's own slip, by the rules paths and values follow (``systemfolders``): white space at an
+    edge (a YAML string's), or ``$NAME``/``~`` no shell expanded (a quoted ``"$SCRIPT"`` in a compose command); None
+    when it has none. Asked only of a word that names no file here."""
+    from ..systemfolders import unexpanded
+
+    if script != script.strip():
+        where = "ends" if script[-1:].isspace() else "starts"
+        return f"{script!r} {where} in white space, which names another file: write it as {script.strip()!r}"
+    return unexpanded(script)
+
+
 def _is_file_in(folder, name):
     return os.path.isfile(os.path.join(folder, name))
 
@@ -400,6 +412,10 @@ def missing_script(launcher, command, cwd):
                     "accepted: a Python file, or NODEWEAVE_LAUNCHER=command (launcher.type: command) for a program "
                     "that starts its own processes")
         return None
+    slip = script_slip(script)  # before "a program" or "not there": the slip itself (walk11b B17)
+    if slip:
+        return (f"script {slip} (launcher {launcher} would start it on every rank as written); accepted: the "
+                "script's path in the working directory, e.g. train.py")
     if launcher in LAUNCHERS_WITH_WORKERS and is_a_program(script, lambda word: _is_file_in(cwd, word)):
         return program_problem(launcher, script, "nodeweave-entrypoint",
                                "launcher.type command (NODEWEAVE_LAUNCHER=command)")

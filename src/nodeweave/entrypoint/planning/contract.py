@@ -11,7 +11,7 @@ Stdlib only, like the whole entrypoint.
 import os
 
 from ..errors import UsageError
-from ..hostport import leading_zero_problem
+from ..hostport import leading_zero_problem, split_host_port
 from ..switch import parse_switch, switch_problem
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
@@ -302,6 +302,20 @@ HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 HOST_ACCEPTED = "a host name (letters, digits, '-', '.'), an IPv4 address or an IPv6 address, without a port"
 
 
+def _host_alone(text):
+    """The advice for a master written with a scheme or a port: the host and the port each where it goes, in one
+    line, so following it is never refused next (walk11b B10: `tcp://10.0.0.1:29500` was told to give
+    `10.0.0.1:29500`, refused next for its port)."""
+    try:
+        host, port = split_host_port(text)
+    except ValueError:
+        host, port = text, None
+    host = host or "node 0"
+    if port is None:
+        return f"give the host alone ({host})"
+    return f"give the host alone ({host}) and the port as MASTER_PORT={port} (--master-port {port})"
+
+
 def _host_problem(text):
     """Why ``text`` is not a host name or an address, or None."""
     try:
@@ -314,8 +328,7 @@ def _host_problem(text):
         return "holds spaces"
     scheme, slashes, rest = text.partition("://")
     if slashes:  # http://10.0.0.1 is no port to move (walk8 B30)
-        host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
-        return f"holds a URL scheme ({scheme}://): give the host alone ({host or 'node 0'})"
+        return f"holds a URL scheme ({scheme}://): {_host_alone(rest.split('/', 1)[0].rsplit('@', 1)[-1])}"
     if _unspecified(text):
         return ("is the unspecified (\"any\") address, which a listener binds but no node can dial: give node 0's "
                 "name or address")
@@ -324,7 +337,7 @@ def _host_problem(text):
         return (f"is an IPv6 address in brackets: write it without them ({inner}); the port goes in MASTER_PORT "
                 "(--master-port)")
     if text.startswith("[") or text.count(":") == 1:
-        return "holds a port: give the port as MASTER_PORT (--master-port) and the host alone"
+        return f"holds a port: {_host_alone(text)}"
     if ":" in text:
         return None if set(text) <= frozenset("0123456789abcdefABCDEF:.") and text.count("::") <= 1 else \
             "is not an IPv6 address"
@@ -493,6 +506,13 @@ def read_step_pattern(text, what, source):
         raise UsageError(f"{what} {as_typed(value)} (from {source}) has no group for the step number; accepted: a regular "
                          "expression with (?P<step>\\d+) or one group, e.g. 'global_step=(\\d+)'")
     return value
+
+
+# spec fields with no variable of their own: written into another's value (walk11b B8)
+FOLDED_FIELDS = {
+    "recovery.min_nodes": "NODEWEAVE_NNODES as MIN:MAX (recovery.min_nodes): under recovery NODEWEAVE_NNODES=1:2 "
+                          "(or --nnodes 1:2) goes on with as few as 1 of the 2 training nodes",
+}
 
 
 class Setting:

@@ -16,8 +16,18 @@ def job_size(settings):
         raise EntrypointError(f"{spares} {settings.get('spares', 0) or 0} needs the training node count "
                               "(NODEWEAVE_NNODES or --nnodes) to tell nodes from spares" + _platform_count(settings),
                               EXIT_TOPOLOGY)
-    _, lo, hi = normalize_nnodes(text, "--nnodes" if settings.flags.get("nnodes") else "NODEWEAVE_NNODES")
+    _, lo, hi = normalize_nnodes(text, "--nnodes" if settings.flags.get("nnodes") else "NODEWEAVE_NNODES",
+                                 training_most(settings))
     return lo, hi
+
+
+def training_most(settings):
+    """The most training nodes a typed count may give: the spec's range for ``nodes`` (NODES_MAX), or, under
+    recovery on a scheduler's allocation (SLURM_NNODES), as many as the allocation holds less the spares: the
+    training count must be typed there, and a 4097-node allocation's 4096 was refused (walk11b B9)."""
+    from .slurm import training_most_of
+
+    return training_most_of(settings.env, settings.get("recovery"), settings.get("spares", 0))
 
 
 def _platform_count(settings):
@@ -40,9 +50,19 @@ def _platform_count(settings):
     if name is None:
         return ""
     value = settings.env[name].strip()
+    # walk11b B5, B9: NNODES is no platform's to a person who typed it, and the example took every container as a
+    # training node (no container left for a spare; `2:4 node(s) train` for a range): the one rule, as for a
+    # hostfile's lines above, is the containers less the spares
+    what = "a scheduler's count" if name in COUNTS else "torchrun's count"
     rank = (settings.flags.get("node_rank") or settings.env.get("NODE_RANK") or "").strip()
-    spare = (f" (this node, rank {rank}, is then a spare)" if value.isdigit() and rank.isdigit()
-             and int(rank) >= int(value) else "")
-    return (f": {name}={value} is the platform's count, read as every container (training nodes and spares alike), "
-            f"so it cannot say which {spares} are spares; accepted: NODEWEAVE_NNODES=<training nodes>, e.g. "
-            f"NODEWEAVE_NNODES={value} if {value} node(s) train and the {spares} spare(s) come besides{spare}")
+    if value.isdigit() and rank.isdigit() and int(rank) >= int(value):  # then it cannot count every container
+        example = (f"e.g. NODEWEAVE_NNODES={value} if {value} node(s) train and the {spares} spare(s) come besides "
+                   f"(this node, rank {rank}, is then a spare)")
+    elif value.isdigit() and int(value) > spares:
+        example = (f"e.g. NODEWEAVE_NNODES={int(value) - spares} if {name}={value} counts every container "
+                   f"({int(value) - spares} training node(s) and the {spares} spare(s))")
+    else:
+        example = f"with the {spares} spare(s) as containers besides"
+    return (f": {name}={value} ({what}) is read under recovery as every container, training nodes and spares "
+            f"alike, so it cannot say which {spares} are spares (only NODEWEAVE_NNODES or --nnodes give the "
+            f"training count); accepted: NODEWEAVE_NNODES=<training nodes>, {example}")

@@ -87,33 +87,37 @@ def launcher_exports(launch, node, env):
     return []
 
 
+DROPPED_UNDER_RECOVERY = ("nodeweave restarts the whole job as a new generation instead, up to recovery's own "
+                          "budget (NODEWEAVE_RECOVERY_MAX_RESTARTS)")
+
+
 def _restarts(settings, topo, launcher, warnings):
     """The launcher's own restart count: none under recovery (nodeweave restarts the job); a warning where
     the launcher's restarts cannot work (a static rendezvous spanning nodes restarts one node's ranks alone)."""
     restarts = settings.get("max_restarts")
     given = _restarts_option(settings, launcher)
+    source = settings.source("launcher_options")
+    if settings.get("recovery"):
+        # every spelling of the launcher's own restart count is dropped from the launch and said, one rule
+        # (walk7 B44; walk11b B1: the launcher options' spelling was refused while the setting's was warned)
+        dropped = [(f"max restarts {restarts} ({settings.source('max_restarts')})", restarts)]
+        if given is not None:
+            dropped.append((f"launcher option {given[0]!r} (from {source})", given[1]))
+        for said, value in dropped:
+            if value not in (0, "0", None) and warnings is not None:  # said, not silent
+                from .rules import emit
+
+                emit(warnings, "restarts-across-nodes", f"{said} is not passed to {launcher} under recovery: "
+                     f"{DROPPED_UNDER_RECOVERY}")
+        return None
     if given is not None:  # the launcher's own option is the same count by another road (walk8 B21)
-        said, value = given
-        source = settings.source("launcher_options")
-        if settings.get("recovery") and value not in ("0", None):
-            raise UsageError(f"launcher option {said!r} (from {source}) sets {launcher}'s own restarts; under "
-                             f"recovery nodeweave restarts the whole job as a new generation (up to "
-                             f"NODEWEAVE_RECOVERY_MAX_RESTARTS), and {launcher} restarting one node's ranks inside "
-                             "a generation would fight it; accepted: leave it out of the launcher options")
+        said, value = given[:2]
         if value not in ("0", None) and topo.nnodes_max > 1 and not topo.elastic and warnings is not None:
             from .rules import emit
 
             emit(warnings, "restarts-across-nodes", f"launcher option {said!r} ({source}): {launcher}'s static "
                  f"rendezvous across {topo.nnodes_max} nodes restarts only the failed node's ranks, and the others "
                  "wait in the old collective until the stall watch stops the job")
-    if settings.get("recovery"):
-        if restarts and warnings is not None:  # dropped from the launch: said, not silent (walk7 B44)
-            from .rules import emit
-
-            emit(warnings, "restarts-across-nodes", f"max restarts {restarts} ({settings.source('max_restarts')}) "
-                 f"is not passed to {launcher} under recovery: nodeweave restarts the whole job as a new "
-                 "generation instead, up to recovery's own budget (NODEWEAVE_RECOVERY_MAX_RESTARTS)")
-        return None
     if restarts and topo.nnodes_max > 1 and not topo.elastic and launcher in ("torchrun", "accelerate") \
             and warnings is not None:
         from .rules import emit
@@ -144,17 +148,17 @@ def elastic_ends_at_first_loss(settings, topo, launcher):
 
 
 def _restarts_option(settings, launcher):
-    """(as written, its value) of a restart count in the launcher options (``--max-restarts 3``,
-    ``--max_restarts=2``), or None."""
+    """(as written, its value, the words it takes) of a restart count in the launcher options
+    (``--max-restarts 3``, ``--max_restarts=2``), or None."""
     names = {"torchrun": ("--max-restarts", "--max_restarts"), "accelerate": ("--max_restarts", "--max-restarts")}
     options = list(settings.get("launcher_options") or ())
     for index, word in enumerate(options):
         name, equals, value = word.partition("=")
         if name in names.get(launcher, ()):
             if equals:
-                return word, value
+                return word, value, [index]
             after = options[index + 1] if index + 1 < len(options) else None
-            return (f"{word} {after}" if after is not None else word), after
+            return (f"{word} {after}" if after is not None else word), after, [index, index + 1]
     return None
 
 
@@ -192,6 +196,9 @@ def plan_launch(settings, topo, node, warnings=None):
             f"a start here stops with exit {program[1]} before any check-in"))
     own = launch.argv[:len(launch.argv) - len(command)]
     options = list(settings.get("launcher_options") or ())
+    given = _restarts_option(settings, launcher)
+    if settings.get("recovery") and given is not None:  # dropped, as the setting is (_restarts)
+        options = [option for i, option in enumerate(options) if i not in given[2]]
     if launcher == "torchrun" and topo.elastic:
         options = launcher_options.without_rdzv_conf(options)  # merged into nodeweave's own (_torchrun)
     launcher_options.check(launcher, options, own, settings.source("launcher_options"))
@@ -238,9 +245,13 @@ def _torchrun(topo, node, command, restarts, settings):
     if topo.elastic:
         argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", host_port(addr, port), "--rdzv-id", topo.job_id]
         conf = dict(KEEP_ALIVE)
-        if topo.is_master:
-            conf["is_host"] = "true"
-            notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that")
+        # told, never guessed: torch's own guess (the endpoint is one of my addresses) is true on every node where
+        # the master is loopback or this machine, and the second to bind dies in a traceback (walk11b B13)
+        conf["is_host"] = "true" if topo.is_master else "false"
+        notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that"
+                     if topo.is_master else
+                     "node 0 hosts the c10d store, not this node: is_host=false, so a master on this machine "
+                     "(loopback, host networking) is joined, not bound a second time")
         user = launcher_options.rdzv_conf(settings.get("launcher_options") or (), settings.source("launcher_options"))
         conf.update(user)
         argv += ["--rdzv-conf", ",".join(f"{key}={value}" for key, value in conf.items())]

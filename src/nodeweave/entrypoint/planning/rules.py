@@ -364,6 +364,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("recovery-cannot-replace", None, WARNING,
          "add a spare (NODEWEAVE_SPARES / recovery.spares 1), or let the job go on with fewer nodes "
          "(recovery.min_nodes; NODEWEAVE_NNODES MIN:MAX on the entrypoint)"),
+    Rule("recovery-no-progress", None, WARNING,
+         "set NODEWEAVE_CHECKPOINT_DIR (recovery.checkpoint_dir) to the folder the script saves in, or "
+         "NODEWEAVE_NO_PROGRESS_RESTARTS 0 (recovery.no_progress_restarts) to go on to the restart budget"),
     Rule("interfaces-overridden", None, WARNING,
          "unset NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME where the image or the site's module sets them, or leave "
          "NODEWEAVE_INTERFACES (network.interfaces) out: one place names the interface"),

@@ -324,7 +324,10 @@ def _check_shared_rules(options, flags, env):
         # the one parser of the count, before any rule reads it: a malformed count (01, a full-width 1, 2-4) is
         # named as malformed, never read loosely as 1 and blamed on a rule (walk7 B10)
         source = "flag --nnodes" if flags.get("nnodes") else "NODEWEAVE_NNODES"
-        values["nnodes"] = normalize_nnodes(nnodes, name_of(source))[2]  # the count's maximum
+        from .slurm import training_most_of
+
+        most = training_most_of(env, values.get("recovery"), values.get("spares"))  # a big allocation's (B9)
+        values["nnodes"] = normalize_nnodes(nnodes, name_of(source), most)[2]  # the count's maximum
         given.add("nnodes")
         sources = dict(options, nnodes=Value(value=nnodes, source=source))
     else:

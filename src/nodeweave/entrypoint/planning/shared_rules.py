@@ -304,6 +304,16 @@ def notes(values, given=(), naming=None):
                                         "on Kubernetes): node 0 sees only its own saves, and a replaced node none; "
                                         "put checkpoints on storage every node mounts (a volume, or a path inside "
                                         "workspace.path)"))
+    brake = values.get("no_progress_restarts", RECOVERY_NO_PROGRESS)
+    budget = values.get("recovery_max_restarts", RECOVERY_RESTARTS)
+    given_folder = values.get("checkpoint_given", bool(folder))  # the spec's, when a mount answered its own note
+    if values.get("recovery") and not given_folder and brake and (not budget or brake <= budget):
+        name = naming.name if naming else (lambda key: key)  # walk11b B20: two rows, never said together
+        found.append(("no_progress_restarts", f"{name('no_progress_restarts')} {brake} with no "
+                      f"{name('checkpoint_dir')}: no checkpoint can count as progress, so restart {brake} in a row "
+                      "ends the job (exit 9) however many spares wait, even for a script that resumes from a folder "
+                      f"of its own; set {name('checkpoint_dir')} to the folder the script saves in, or "
+                      f"{name('no_progress_restarts')} 0"))
     spares, nnodes = values.get("spares") or 0, values.get("nnodes")
     if values.get("recovery") and isinstance(nnodes, int) and spares > nnodes:
         name = naming.name if naming else (lambda key: key)

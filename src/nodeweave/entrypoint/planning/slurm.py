@@ -136,3 +136,16 @@ def expand_nodelist(text):
     for part in _split_top(text or ""):
         hosts.extend(_expand_one(part, text))
     return hosts
+
+
+def training_most_of(env, recovery, spares):
+    """``job_size.training_most`` from the values themselves (the settings' own rules read it before any settings)."""
+    from .contract import NODES_MAX, SCHEDULED_NODES_MAX, plain_int
+
+    if recovery:
+        spares = spares if isinstance(spares, int) else 0
+        for name in COUNTS:
+            value = (env.get(name) or "").strip()
+            if plain_int(value) and 0 < int(value) <= SCHEDULED_NODES_MAX:
+                return max(NODES_MAX, int(value) - spares)
+    return NODES_MAX

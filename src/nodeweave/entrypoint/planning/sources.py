@@ -16,7 +16,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
 from ..bounded import TEXT_CAP, read_text
-from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES
+from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES, plain_int
 from ..errors import TopologyError, UsageError
 from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
@@ -184,9 +184,18 @@ def hostfile(scene):
     for iface in node.interfaces:
         me.update(iface.ipv4)
     mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
+    given = _given_rank(scene)
+    if not mine and given is not None and given < len(names):
+        # a rank given by hand (--node-rank, NODE_RANK) is taken: the hostfile then gives the count, the master and
+        # the slots of the rank's line, as the refusal's hint promised (walk11b B18: it was refused all the same)
+        claims = host_list(names, "hostfile", f"first host of hostfile {path}", f"hosts in hostfile {path}")
+        if hosts[given][1]:
+            claims.append(Claim("nproc_per_node", hosts[given][1], f"slots of line {given + 1} ({names[given]}, "
+                                f"this node's rank) in hostfile {path}", PLATFORM))
+        return claims
     if not mine:
         raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}); "
-                            "list it by name or address, or set NODE_RANK")
+                            "list it by name or address, or give this node's rank (NODE_RANK, --node-rank)")
     slots = {host: count for host, count in hosts if count is not None}
     if len(set(slots.values())) > 1:
         from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
@@ -203,6 +212,14 @@ def hostfile(scene):
     if hosts[mine[0]][1]:
         claims.append(Claim("nproc_per_node", hosts[mine[0]][1], f"slots of {own} in hostfile {path}", PLATFORM))
     return claims
+
+
+def _given_rank(scene):
+    """The node rank given by hand (--node-rank, NODEWEAVE_NODE_RANK, NODE_RANK), as a number, or None."""
+    for text in (scene.settings.flags.get("node_rank"), scene.env.get("NODEWEAVE_NODE_RANK"), scene.env.get("NODE_RANK")):
+        if text is not None and plain_int(str(text)):  # 3.6: no str.isascii; a malformed rank is refused later
+            return int(text)
+    return None
 
 
 def read_hostfile(path):

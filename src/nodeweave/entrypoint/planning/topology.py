@@ -66,7 +66,8 @@ def normalize_nnodes(text, source, most=NODES_MAX):
             raise UsageError(f"node count must be at most {most}, got {text!r} (from {source}): more nodes than "
                              f"any cluster holds; accepted: the scheduler's real count, 1 to {most}")
         raise UsageError(f"node count must be at most {most}, got {text!r} (from {source})"
-                         + (f"; accepted: 1 to {NODES_MAX} training nodes, spares besides"
+                         + (f"; accepted: 1 to {most} ({NODES_MAX} training nodes, or, under recovery on a "
+                            "scheduler's allocation, its count less the spares; the spares besides)"
                             if most != NODES_MAX else f"; accepted: 1 to {NODES_MAX}, or MIN:MAX within it")
                          + f" (a typed count; a scheduler's own count, such as SLURM_NNODES or a hostfile's lines, "
                            f"may go to {SCHEDULED_NODES_MAX})")
@@ -164,7 +165,10 @@ def discover(settings, node, root, kube, warnings=None):
     for line in inherited_output_lines(env):  # what the entrypoint sets for its ranks, already set (dropped)
         emit(warnings, "nodeweave-output", line)
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
-    most = NODES_MAX + (_spares(settings) if settings.get("recovery") else 0)  # a recovery job's containers
+    from .slurm import training_most_of  # a big allocation's training count (walk11b B9)
+
+    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0)) + (
+        _spares(settings) if settings.get("recovery") else 0)  # recovery's containers
     # the typo bound is for a count someone typed; a scheduler's own count (SLURM_NNODES, a hostfile's lines, an
     # MPI size) is the allocation it made, bounded only by SCHEDULED_NODES_MAX (walk8 B19)
     scheduled = {c.source for c in claims.get("nnodes", ()) if c.tier == PLATFORM}

@@ -122,6 +122,28 @@ def _aliases():
     found = {named(alias): row.variable for row in SETTINGS for alias in row.aliases if row.variable}
     found.update({named(row.flag): f"{row.variable} ({row.flag})" for row in SETTINGS
                   if row.variable and named(row.flag) != row.variable})
+    # a variable named after the spec's field (walk11b B8: NODEWEAVE_MIN_NODES for recovery.min_nodes, as
+    # recovery.spares is NODEWEAVE_SPARES): the field's whole path, and its last part where no other field ends so
+    for name, meant in spec_field_names().items():
+        found.setdefault(name, meant)
+    return found
+
+
+def spec_field_names():
+    """``{NODEWEAVE_<field>: what to write instead}`` for each field of the spec, as a person would name its
+    variable (``NODEWEAVE_RECOVERY_MIN_NODES``, ``NODEWEAVE_MIN_NODES``), from the contract's rows and the fields
+    folded into another's value (``FOLDED_FIELDS``). Only names nodeweave does not read are ever looked up."""
+    from nodeweave.entrypoint.planning.contract import FOLDED_FIELDS, SETTINGS
+
+    fields = {row.spec: f"{row.variable} ({row.spec})" for row in SETTINGS if row.spec and row.variable}
+    fields.update(FOLDED_FIELDS)
+    lasts = [path.rsplit(".", 1)[-1] for path in fields]
+    found = {}
+    for path, meant in fields.items():
+        found[PREFIX + path.replace(".", "_").upper()] = meant
+        last = path.rsplit(".", 1)[-1]
+        if lasts.count(last) == 1:
+            found.setdefault(PREFIX + last.upper(), meant)
     return found
 
 

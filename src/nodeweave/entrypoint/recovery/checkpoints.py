@@ -543,6 +543,19 @@ def _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit):
                         "tag=...)), or write its tag into latest"))
     if megatron_limit is not None:
         pointed.append((_MEGATRON_TRACKER, f"iter_{megatron_limit[0]:07d}", "write its iteration into the tracker"))
+    # a pointer there but unreadable (empty: rank 0 killed while writing it, a folder, not a tag) fails the
+    # library's resume alike: said the same way, never passed in silence (walk11b B16)
+    pointers = (("latest", deepspeed_limit, "DeepSpeed's load_checkpoint(dir) reads it as the tag; load with its "
+                 "tag (load_checkpoint(dir, tag=...)), or write the tag of a save that is there into latest",
+                 layouts.DS_TAG_DIR.fullmatch),
+                (_MEGATRON_TRACKER, megatron_limit, "Megatron's --load reads it; write the iteration of a save that "
+                 "is there into the tracker", lambda text: re.fullmatch(r"(\d+)", text)))
+    for name, limit, remedy, parse in pointers:
+        if limit is None and name in root:
+            why = _pointer_problem(root, name, parse)
+            if why:
+                result.incomplete.append((root.join(name), f"{name} {why}: the library's own resume reads it and "
+                                          f"would fail; node 0 hands out the newest save that is there: {remedy}"))
     for name, save, remedy in pointed:
         text = (deepspeed_limit if name == "latest" else megatron_limit)[1]
         if name == "latest":
@@ -551,6 +564,17 @@ def _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit):
             result.incomplete.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
                                       "library's own resume reads it and would fail; node 0 hands out the newest "
                                       f"save that is there: {remedy}"))
+
+
+def _pointer_problem(root, name, parse):
+    """Why pointer file ``name`` (there) names no save, or None when it names one."""
+    try:
+        text = root.read(name, 4096).decode("utf-8", "replace").strip()
+    except Unreadable as err:
+        return f"cannot be read ({err})"
+    if not text:
+        return "is empty (its writer stopped before it wrote the tag)"
+    return None if parse(text) else f"holds {text[:40]!r}, no save's name"
 
 
 def _pointer_step(root, name, parse):

@@ -153,6 +153,12 @@ def newest_checkpoint(folder, log, unjudged=None, passed_over=None, written_afte
     for path, why in found.unjudged:
         if unjudged is not None:
             unjudged.append(f"{path}: {why}")
+    import os
+
+    # the saves set aside on the way, as --explain names them (walk11b B14: a resume from step 160 beside
+    # step-1160 in the folder, and no word of the eight newer saves cut off mid-write)
+    for phrase in grouped(found.incomplete, name=lambda path: os.path.relpath(path, folder)):
+        log(f"recovery: passed over {phrase}")
     earlier = found.earlier_line(folder)
     if earlier:
         log(f"recovery: passed over {earlier}")

@@ -211,6 +211,15 @@ def refuse_second_run(settings):
         raise still_in_progress(f"run {other.get('run_id')}", other, ": `nodeweave stop` ends it")
 
 
+def held_by_another(path):
+    """The run record at ``path`` is a live process's other than this one: never overwritten. A second start of a
+    live run's id (another node of the run sharing this $TMPDIR, or a retried exec of the same node) keeps no record
+    of its own: a refused repeat rewrote the live run's record with its own pid, so the node read as idle and the
+    guard against a second run went off while the first still trained (walk11b B6)."""
+    record = read_record(path)
+    return bool(record) and record.get("pid") != os.getpid() and alive(record.get("pid", -1), record.get("starttime"))
+
+
 def begin_run(settings):
     """First thing in a recorded run: refuse a second one, lead a process group, record this process.
 
@@ -224,7 +233,10 @@ def begin_run(settings):
     except OSError:
         pass  # already a session leader (its group is its pid)
     run_id = settings.get("run_id")
-    write_json(os.path.join(run_dir(settings.env, run_id), "run.json"), {
+    path = os.path.join(run_dir(settings.env, run_id), "run.json")
+    if held_by_another(path):
+        return  # its record stays (walk11b B6); `--node stop --run ID` finds this process by its command line
+    write_json(path, {
         "schema": RUN_SCHEMA, "run_id": run_id, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
         "started": time.time(), "state": "starting", "command": list(settings.command)})
 
@@ -234,6 +246,8 @@ def record_run(settings, plan):
     from ..explain import render_json
 
     folder = run_dir(settings.env, settings.get("run_id"))
+    if held_by_another(os.path.join(folder, "run.json")):
+        return  # the live run's record and plan stay its own (walk11b B6)
     with open(os.path.join(folder, "plan.json"), "w") as f:
         f.write(render_json(plan))
     record = read_record(os.path.join(folder, "run.json")) or {}
@@ -285,7 +299,9 @@ def _signal(members, table, sig, protected):
 def stop_runs(runs, grace, poll=0.1, env=None):
     """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run. Each run's
     folder is marked first (:data:`STOP_ASKED`, with ``env``): a node 0 under recovery reads its SIGTERM as a
-    person ending the job, which ends on every node, not as an eviction the others wait out (walk10 B3)."""
+    person ending the job, which ends on every node, not as an eviction the others wait out (walk10 B3). Two
+    entries may share a run id (a recorded entrypoint and another of the same id that keeps no record): each is
+    its own."""
     import signal
 
     for run in runs if env is not None else ():
@@ -296,26 +312,26 @@ def stop_runs(runs, grace, poll=0.1, env=None):
     protected = _protected()
     started = time.monotonic()
     table = process_table()
-    members = {r["run_id"]: descendants(r["pid"], table) for r in runs}
-    for run in runs:
-        _signal(members[run["run_id"]], table, signal.SIGTERM, protected)
+    members = [descendants(r["pid"], table) for r in runs]
+    for ms in members:
+        _signal(ms, table, signal.SIGTERM, protected)
     killed = set()
     while True:
         table = process_table()
-        for run in runs:  # a process started after the snapshot is stopped too
-            extra = [m for m in descendants(run["pid"], table) if m not in members[run["run_id"]]]
-            members[run["run_id"]] += extra
+        for at, run in enumerate(runs):  # a process started after the snapshot is stopped too
+            extra = [m for m in descendants(run["pid"], table) if m not in members[at]]
+            members[at] += extra
             if extra:
                 _signal(extra, table, signal.SIGTERM, protected)
-        left = {rid: [m for m in ms if alive(*m)] for rid, ms in members.items()}
-        if not any(left.values()) or time.monotonic() - started > grace + 5:
+        left = [[m for m in ms if alive(*m)] for ms in members]
+        if not any(left) or time.monotonic() - started > grace + 5:
             break
         if time.monotonic() - started > grace:
-            for rid, ms in left.items():
-                if ms and rid not in killed:
-                    killed.add(rid)
+            for at, ms in enumerate(left):
+                if ms and at not in killed:
+                    killed.add(at)
                     _signal(ms, table, signal.SIGKILL, protected)
         time.sleep(poll)
     took = round(time.monotonic() - started, 2)
-    return [{"run_id": r["run_id"], "processes": len(members[r["run_id"]]), "killed": r["run_id"] in killed,
-             "left": [pid for pid, _ in left[r["run_id"]]], "seconds": took} for r in runs]
+    return [{"run_id": r["run_id"], "processes": len(members[at]), "killed": at in killed,
+             "left": [pid for pid, _ in left[at]], "seconds": took} for at, r in enumerate(runs)]

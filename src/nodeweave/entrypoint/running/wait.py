@@ -27,12 +27,13 @@ def dropped_line(what, host, port, address, since_s, attempts):
 
 
 def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
-             what="master", steady_s=0.0):
+             what="master", steady_s=0.0, hint=""):
     """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline.
 
     ``what`` names the port in messages: the master's, or node 0's check-in exchange.
     For the first ``steady_s`` seconds every retry waits ``first_delay``, so
-    nodes started together find node 0 as soon as it listens; then the delay grows.
+    nodes started together find node 0 as soon as it listens; then the delay grows. ``hint``: what the deadline's
+    line adds for this job (a command job's exchange closes once it started: :func:`after_start_hint`).
     """
     log = log or (lambda text: print(f"nodeweave-entrypoint: {text}", file=sys.stderr, flush=True))
     start = clock()
@@ -72,10 +73,21 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
                 "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running"
                 + ("" if what == "master" else "; node 0 opens this port before its launcher, and a firewall must let it "
                    "through as well as the master port (NODEWEAVE_EXCHANGE_PORT sets it)")
-                + "; NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
+                + hint + "; NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
         if now >= next_log:
             log(f"waiting for {what} {host_port(host, port)} ({int(now - start)}s of {timeout_s}s; {last_error})")
             next_log = now + 10.0
         time.sleep(max(0.0, min(delay, deadline - now)))
         if now - start >= steady_s:
             delay = min(max_delay, delay * 1.6)
+
+
+def after_start_hint(launcher, what):
+    """What a node waiting for node 0's exchange is told when node 0 keeps no exchange once the job started: with
+    launcher command, node 0 execs the command and its exchange closes, so a node that comes late or restarts (a
+    container restarted) finds the port refused for the whole wait, and MASTER_ADDR was never the cause (walk11b
+    B2); "" for the others, whose node 0 keeps it open and turns such a node away at once."""
+    if launcher != "command" or what == "master":
+        return ""
+    return ("; if the job had started already: with launcher command node 0 execs the command and its exchange "
+            "closes, so a node that comes late or restarts cannot join it; restart every node together")
