@@ -179,11 +179,12 @@ def merged_record(folder):
     """Node 0's record, with the history of earlier generations from the others' copies (a node 0 that came
     back keeps only what it saw since)."""
     records = []
-    for rank in range(3):
-        try:
-            records.append(json.loads((folder / f"n{rank}" / "nodeweave" / "recovery.json").read_text()))
-        except (OSError, ValueError):
-            pass
+    for rank in range(3):  # the book is in the job's folder, $TMPDIR/nodeweave/jobs/<job>-<port>/ (one job here)
+        for book in sorted((folder / f"n{rank}" / "nodeweave" / "jobs").glob("*/recovery.json")):
+            try:
+                records.append(json.loads(book.read_text()))
+            except (OSError, ValueError):
+                pass
     if not records:
         return {}
     history = {}

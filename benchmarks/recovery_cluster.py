@@ -129,8 +129,9 @@ class PodmanNodes(Nodes):
         podman("exec", self.name(index), "touch", BAD_NODE_MARKER, check=False, timeout=60)
 
     def goodput_record(self, index):
-        """The node's goodput timeline (``$TMPDIR/nodeweave/goodput.json``: node 0 keeps it), or None."""
-        done = podman("exec", self.name(index), "sh", "-c", 'cat "${TMPDIR:-/tmp}/nodeweave/goodput.json"',
+        """The node's goodput timeline (``$TMPDIR/nodeweave/jobs/<job>-<port>/goodput.json``: node 0 keeps it in its
+        job's folder; one job per container), or None."""
+        done = podman("exec", self.name(index), "sh", "-c", 'cat "${TMPDIR:-/tmp}"/nodeweave/jobs/*/goodput.json',
                       check=False, timeout=60)
         try:
             return json.loads(done.stdout) if done.returncode == 0 else None

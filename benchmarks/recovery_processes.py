@@ -106,11 +106,14 @@ class ProcessNodes(Nodes):
         Path(self.bad_marker(index)).touch()
 
     def goodput_record(self, index):
-        """The node's goodput timeline (``<work>/nN/nodeweave/goodput.json``: node 0 keeps it), or None."""
-        try:
-            return json.loads(Path(f"{self.workdir}/n{index}/nodeweave/goodput.json").read_text())
-        except (OSError, ValueError):
-            return None
+        """The node's goodput timeline (``<work>/nN/nodeweave/jobs/<job>-<port>/goodput.json``: node 0 keeps it in
+        its job's folder; one job here), or None."""
+        for record in sorted(Path(f"{self.workdir}/n{index}/nodeweave/jobs").glob("*/goodput.json")):
+            try:
+                return json.loads(record.read_text())
+            except (OSError, ValueError):
+                return None
+        return None
 
     def alive(self, index):
         return index not in self.killed
