@@ -203,8 +203,11 @@ PROGRAM_PROBE = ("import json, sys; from nodeweave.cli import main; sys.argv[0] 
                  "sys.stdout.flush(); sys.stderr.write(json.dumps({'code': code, 'modules': sorted(sys.modules)}))")
 
 
-def test_a_repeated_render_check_loads_neither_the_spec_nor_a_renderer(tmp_path):
-    """The program's second identical `render all --check`: the typer command line, the plan it prints, the memo."""
+@pytest.mark.parametrize("given", [[], ["--spec", "nodeweave.yaml"]], ids=["found", "--spec"])
+def test_a_repeated_render_check_loads_neither_the_spec_nor_a_renderer(tmp_path, given):
+    """The program's second identical `render all --check`: the typer command line, the plan it prints, the memo.
+    With --spec too: its check for a run folder's file (walk9 A9) had imported the spec's loader as the command
+    line was read, ~100 ms on every verb given --spec (``runfiles``)."""
     import os
 
     (tmp_path / "nodeweave.yaml").write_text("name: nwst\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
@@ -212,8 +215,8 @@ def test_a_repeated_render_check_loads_neither_the_spec_nor_a_renderer(tmp_path)
     subprocess.run([sys.executable, "-m", "nodeweave.cli", "render", "all"], cwd=tmp_path, env=env, check=True,
                    capture_output=True, timeout=120)
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", PROGRAM_PROBE, "render", "all", "--check"], cwd=tmp_path,
-                              env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", PROGRAM_PROBE, "render", "all", "--check", *given],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     found = json.loads(done.stderr.strip().splitlines()[-1])
     assert found["code"] == 0
     assert verbs_in(found["modules"]) == ["nodeweave.cli.render"]

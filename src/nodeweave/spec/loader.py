@@ -27,6 +27,8 @@ from nodeweave.entrypoint.planning.shared_rules import Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
+from nodeweave.runfiles import (RUN_FILES, refuse_run_record, run_file_is_spec, run_file_words,  # noqa: F401
+                                run_folder_of, spec_above)
 from nodeweave.specpath import STDIN, is_stdin, is_stream, spec_folder
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.mounts import MountPoints
@@ -74,54 +76,6 @@ def refuse_nodeweaves_own(path: Path, text: str) -> None:
                          f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml, in the folder render ran in)'}")
 
 
-def refuse_run_record(path: Path) -> None:
-    """A file inside a run folder (its ``spec.yaml``, "the spec the run started from") given as the spec: one line
-    naming it as the run's record and the spec to give (walk9 A9: ``validate`` said valid, ``up`` and ``run`` wrote
-    inside the run folder, the ``runs`` verbs looked for runs inside it). Every verb's --spec meets it
-    (``habits.spec_path.find_spec``), and so does every load."""
-    if is_stream(path) or is_stdin(path):
-        return
-    run = run_folder_of(path)
-    if run is not None:
-        found = spec_above(run.parent)
-        shown = found and os.path.relpath(found)
-        copy = (", or copy this file out of the run folder to start from it" if run_file_is_spec(path.name)
-                else "")  # only the spec it started from is one (replay11 A16: a plan, a log, run.json were told so)
-        raise UsageError(f"{path} is a run's record ({run_file_words(path.name, run.name)}), not a "
-                         "spec: its folder is no workspace, and nothing of nodeweave's is written inside a run "
-                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}{copy}")
-
-
-# What each file of a run folder holds (cluster.runfolder's list), as a refusal names it (walk10 A16: a node's plan
-# was called "the spec the run started from"): (file name pattern, words; {run}: the run's id, {0}: the node). The
-# first, the spec, is the only one that is a spec copied out (``run_file_is_spec``).
-RUN_FILES = ((r"spec\.yaml", "the spec run {run} started from, as it was"),
-             (r"node-(\d+)\.plan\.json", "node {0}'s plan in run {run}"),
-             (r"node-(\d+)\.log", "node {0}'s output in run {run}"),
-             (r"run\.json", "run {run}'s own record: its command, nodes and exit codes"),
-             (r"goodput\.json", "run {run}'s goodput"), (r"heat\.json", "run {run}'s step-time heat map"),
-             (r"recovery\.json", "run {run}'s recovery record"), (r"stalls\.txt", "run {run}'s stall reports"))
-
-
-def run_file_is_spec(name: str) -> bool:
-    """Whether the run folder's file ``name`` is a spec one may start from, copied out (``RUN_FILES``' first row,
-    spec.yaml); every other file there (a node's plan, a log, the run's own records) is no spec anywhere."""
-    import re
-
-    return re.fullmatch(RUN_FILES[0][0], name) is not None
-
-
-def run_file_words(name: str, run: str) -> str:
-    """What the file ``name`` of run ``run`` holds, in a refusal's words (``RUN_FILES``); another file: one of it."""
-    import re
-
-    for pattern, words in RUN_FILES:
-        found = re.fullmatch(pattern, name)
-        if found:
-            return words.format(*found.groups(), run=run)
-    return f"a file of run {run}"
-
-
 # nodeweave's own JSON documents by their schema's name (``{"schema": "nodeweave.NAME/1", ...}``), as a refusal
 # names one given as the spec (walk10 A16: bench's result and doctor's report got one "unknown key" line per key).
 DOCUMENTS = {"bench": "bench's result (bench --json-out)", "doctor": "doctor's report (doctor -o json)",
@@ -152,29 +106,6 @@ def refuse_own_document(path: Path, text: str) -> None:
     shown = spec and os.path.relpath(spec)
     raise UsageError(f"{path} is {what}, schema {schema}, not a spec: give the spec itself"
                      f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml)'}")
-
-
-def run_folder_of(path: Path) -> "Path | None":
-    """The run folder ``path`` lies in (its ``spec.yaml``, any file of it), or None: a folder inside the run
-    folders' store beside a spec (the rule ``failures.own_file_problem`` writes by), or one holding a run's
-    ``run.json`` (a run folder copied elsewhere). As written: a spec that is a link to one has its own folder
-    (``specpath.spec_folder``)."""
-    from nodeweave.failures import runs_store
-
-    folder = Path(os.path.abspath(path)).parent
-    store = runs_store(folder)
-    if store is not None and folder != store:
-        return store / folder.relative_to(store).parts[0]
-    if (folder / "run.json").is_file() and (folder / "spec.yaml").is_file():
-        return folder
-    return None
-
-
-def spec_above(path: Path) -> "Path | None":
-    """The nearest ``nodeweave.yaml`` in a folder above ``path``, or None."""
-    here = Path(os.path.abspath(path)).parent
-    return next((folder / "nodeweave.yaml" for folder in (here, *here.parents)
-                 if (folder / "nodeweave.yaml").is_file()), None)
 
 
 STDIN_NAME = "<stdin>"

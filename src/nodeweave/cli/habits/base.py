@@ -238,12 +238,13 @@ COMMAND_ENDINGS = (".py", ".sh")  # an extra word a verb takes as the command of
 def refuse_run_record_spec(command, params) -> None:
     """A run folder's ``spec.yaml`` (any file of a run folder) as ``--spec`` or $NODEWEAVE_SPEC, named as the run's
     record as the command line is read, on every verb that takes --spec: those that load it, those that only take
-    its folder (``runs ls``, ``doctor --dry-run``) alike (walk9 A9; ``spec.loader.refuse_run_record``)."""
+    its folder (``runs ls``, ``doctor --dry-run``) alike (walk9 A9; ``runfiles.refuse_run_record``, which loads no
+    spec)."""
     name = next((param.name for param in command.params if "--spec" in getattr(param, "opts", ())), None)
     if name and params.get(name) is not None:
         from pathlib import Path
 
-        from nodeweave.spec.loader import refuse_run_record
+        from nodeweave.runfiles import refuse_run_record
 
         refuse_run_record(Path(params[name]))
 
