@@ -170,9 +170,11 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
     from nodeweave.cluster.options import default_target_note
 
-    # the spec's target section the default target does not read (replay10 A25): in a dry run's plan, else said
+    # the spec's target section the default target does not read (replay10 A25): in every dry run's plan, and said
+    # by a real `up`, the verb that picks the target and remembers it; the other verbs act on what is up (nothing
+    # up: their refusal is their one line; up: the target is remembered, so there is no note)
     backend.target_note = default_target_note(given.merged(saved), spec, checked.target)
-    if backend.target_note and not dry_run:
+    if backend.target_note and not dry_run and for_up:
         typer.echo(f"nodeweave: note: {backend.target_note}", err=True)
     return spec, backend, checked
 
