@@ -24,7 +24,7 @@ def run_json(folder: RunFolder, env: dict, code: int, seconds: float) -> None:
     nodes = [{"node": f"node-{i}", "index": i, "reached_as": f"podman:nwruns-{i}", "exit_code": code,
               "started_s": 0.1, "ended_s": seconds, "log": f"node-{i}.log",
               "sync": {"commit": "0123456789abcdef0123", "digest": "d"}} for i in range(2)]
-    folder.write_json("run.json", {"schema": "nodeweave.run/1", "run_id": folder.run_id, "job": "nwruns",
+    folder.write_json("run.json", {"schema": "nodeweave.runfolder/1", "run_id": folder.run_id, "job": "nwruns",
                                    "command": ["train.py", "--steps", "5"], "env": env, "target": "podman",
                                    "started": "2026-11-26T10:00:00Z", "ended": "2026-11-26T10:01:00Z",
                                    "seconds": seconds, "exit_code": code, "summary": "ok", "nodes": nodes})

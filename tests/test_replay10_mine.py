@@ -246,7 +246,7 @@ def test_a_run_ended_by_stop_is_recorded_as_stopped_not_failed(capsys, tmp_path,
     (tmp_path / "nodeweave.yaml").write_text(spec)
     monkeypatch.chdir(tmp_path)
     folder = RunFolder.create(tmp_path / "runs", "nwstop", spec)
-    folder.write_json("run.json", {"schema": "nodeweave.run/1", "run_id": folder.run_id, "job": "nwstop",
+    folder.write_json("run.json", {"schema": "nodeweave.runfolder/1", "run_id": folder.run_id, "job": "nwstop",
                                    "command": ["train.py"], "env": {}, "target": "podman",
                                    "started": "2026-11-30T14:03:12Z", "ended": "2026-11-30T14:03:30Z",
                                    "seconds": 18.0, "exit_code": 1, "summary": "failed", "nodes": []})
