@@ -372,8 +372,8 @@ def _refuse_a_file_of_the_folder(parent: Path, wanted: str) -> None:
             continue
         what = "a `nodeweave bench` result (its own JSON: every number, read with `python -m json.tool`)" \
             if name.endswith("-bench.json") else "a file, not a run folder"
-        raise UsageError(f"{path} is {what}, not a run: `nodeweave runs` reads the run folders beside it (one per "
-                         "`nodeweave run`, `nodeweave runs ls` lists them)")
+        raise UsageError(f"{path} is {what}, not a run: `nodeweave runs ls` lists the run folders beside it (one per "
+                         "`nodeweave run`), which the runs verbs read")
 
 
 def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
