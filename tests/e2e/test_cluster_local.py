@@ -86,7 +86,7 @@ def test_run_trains_on_both_nodes_and_records_the_run(two):
     out = nodeweave(two, "run", "--", "train.py", "--steps", "20", check=0, timeout=600)
     for index in (0, 1):
         done = [line for line in out.stdout.splitlines()
-                if line.startswith(f"[node-{index}]") and "done: world_size=2" in line]
+                if line.startswith((f"[node-{index}]", f"[node-{index} r")) and "done: world_size=2" in line]
         assert done and done[0].endswith(" ok"), out.stdout
     folder = run_folders(two)[-1]
     record = json.loads((folder / "run.json").read_text())
@@ -110,7 +110,8 @@ def test_a_detached_run_returns_at_once_and_is_followed_by_its_id(two):
     assert time.monotonic() - started < 60 and f"run {run_id} detached" in out.stderr, out.stderr
     followed = nodeweave(two, "logs", "-f", "--run", run_id, check=0, timeout=600)  # ends when the run ends
     for index in (0, 1):
-        assert any(line.startswith(f"[node-{index}]") and "done: world_size=2" in line
+        # a rank's line is [node-i rN] where the script marks its rank (its own `[rank N]`: walk11 A5)
+        assert any(line.startswith((f"[node-{index}]", f"[node-{index} r")) and "done: world_size=2" in line
                    for line in followed.stdout.splitlines()), followed.stdout
     runs = [*NODEWEAVE, "runs"]
     shown = subprocess.run([*runs, "show", run_id, "-o", "json"], capture_output=True, text=True, cwd=two.parent,
