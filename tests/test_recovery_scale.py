@@ -10,7 +10,7 @@ import time
 
 from free_ports import free_port
 from nodeweave.entrypoint.checkin.exchange import Hub
-from nodeweave.entrypoint.checkin.heartbeat import HubWatch
+from nodeweave.entrypoint.checkin.heartbeat import STOPPING, HubWatch
 from nodeweave.entrypoint.checkin.wire import Channel, proof
 from nodeweave.entrypoint.recovery.hub import kept_book
 from nodeweave.entrypoint.recovery.carried import carried, kept
@@ -56,6 +56,13 @@ def test_a_node_early_for_the_next_generation_is_turned_away_at_once_not_after_i
     assert cluster.decide()["decision"] == "start"
     hub_watch = HubWatch(cluster.hub, [].append, hear_back=True, turn_away=lambda peer: True)
     hub_watch.start(Launcher().stop)
+    # node 1 heard the generation end and said it checks in again (STOPPING): its next hello is early, not a twin
+    # of a live node 1 (that is a duplicate, turned away as such: walk11b B23)
+    cluster.channels[1].send({"t": STOPPING})
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not all(p.stopping for p in cluster.hub.peers
+                                                  if (p.fp or {}).get("rank") == 1):
+        time.sleep(0.05)
     mute = socket.create_server(("127.0.0.1", 0))  # the node's check port: accepts, never answers
     try:
         early = _hello(cluster.port, dict(fp(1, 2), generation=1, probe_port=mute.getsockname()[1]))
