@@ -380,7 +380,8 @@ def test_hosts_probe_dry_run_prints_each_probe_and_reaches_no_host(capsys, tmp_p
     # the real probe script, inline (a dry run's lines can be pasted: left43b), not a PROBE stand-in
     assert "# probe ssh:gpu01" in out and "gpu01 -- 'python3 -c " in out and "PROBE" not in out, out
     assert "podman exec -i trainer-0 python3 -c " in out and "# would write hostfile" in out, out
-    assert "the real probe would end with exit 3: podman is not on PATH" in out, out
+    # the first host's tool is the first the real probe misses (ssh for gpu01; podman for trainer-0 after it)
+    assert "the real probe would end with exit 3: ssh is not on PATH" in out, out
     assert not (tmp_path / "hostfile").exists()
     code, out, _ = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--dry-run", "-o", "json")
     assert code == 0 and json.loads(out)["verb"] == "hosts probe"

@@ -39,6 +39,7 @@ def entrypoint(tmp_path, monkeypatch, capsys):
     (exit code, stdout, stderr)."""
     (tmp_path / "train.py").write_text("print('hi')\n")
     os.symlink(REPO / "tests", tmp_path / "tests")  # the docs' --sysroot tests/fixtures/... lines
+    os.symlink(REPO / "examples", tmp_path / "examples")  # the docs' `# make demo` line runs examples/train.py
     return entrypoint_in_process(tmp_path, monkeypatch, capsys)
 
 

@@ -374,7 +374,7 @@ def test_hosts_probe_dry_run_is_the_real_probe_and_runs_when_pasted(tmp_path):
 # Values a dry run cannot know (made when the run starts: a run's id, a Slurm allocation's job and nodes) read as
 # <name> (nodeweave.plan.placeholders); sync's agent program (50 KB, a protocol spoken over its stdin) stands as
 # SYNC_AGENT. Anything else in a command line must be the real word.
-RUNTIME_ONLY = re.compile(r"^<(run-id|job-id|node\d+)>$")
+RUNTIME_ONLY = re.compile(r"^<(run-id|job-id|exec-id|node\d+)>$")  # exec-id: exec's per-call pid-file token (walk10 C4)
 KNOWN_STAND_INS = {"SYNC_AGENT"}
 
 
