@@ -521,3 +521,15 @@ def test_nodeweave_run_tells_the_script_word_its_own_slip(tmp_path, word, says):
     with pytest.raises(UsageError) as refused:
         launcher_command([word], "torchrun", workspace=tmp_path)
     assert says in str(refused.value), str(refused.value)
+
+
+@pytest.mark.parametrize("save", ["step-8", "step-3.pt"])
+def test_a_scripts_own_pointer_naming_a_save_there_is_not_said(tmp_path, save):
+    """B16's members that are fine: a script's own `latest` naming one of its saves there (examples/resilient_train.py
+    writes `latest` = step-8 beside DCP folders, or step-3.pt beside torch.save files) names a save; only a pointer
+    naming nothing there is said (the DCP resume test met `latest` said as "no save's name")."""
+    from nodeweave.entrypoint.recovery.checkpoints import scan
+
+    (tmp_path / save).mkdir() if not save.endswith(".pt") else (tmp_path / save).write_bytes(b"x")
+    (tmp_path / "latest").write_text(save)
+    assert [why for path, why in scan(str(tmp_path)).incomplete if path.endswith("latest")] == []

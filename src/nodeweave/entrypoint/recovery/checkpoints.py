@@ -574,7 +574,9 @@ def _pointer_problem(root, name, parse):
         return f"cannot be read ({err})"
     if not text:
         return "is empty (its writer stopped before it wrote the tag)"
-    return None if parse(text) else f"holds {text[:40]!r}, no save's name"
+    # a library's tag, or any save there by name (a script's own `latest` naming step-8 or step-3.pt, as
+    # examples/resilient_train.py writes it): only a name of nothing there is no save's name
+    return None if parse(text) or ("/" not in text and text in root) else f"holds {text[:40]!r}, no save's name"
 
 
 def _pointer_step(root, name, parse):
