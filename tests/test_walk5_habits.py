@@ -227,7 +227,11 @@ def force_cases(team):
     """verb words -> (arguments naming the existing file, what the forced dry run says), each with the file made."""
     (team / "hostfile").write_text("gpu01 slots=8\n")
     (team / "requirements.txt").write_text("numpy==1.26.4\n")
+    (team / "base.json").write_text('{"schema": "nodeweave.bench/1", "sweep": [], "ranking": [], "runs": []}\n')
     return {"init": ((), "the real init replaces nodeweave.yaml (--force)"),
+            # bench's earlier result (replay11 A27); the real one is refused before anything runs
+            "bench": (("--sizes", "1K", "--iters", "1", "--json-out", "base.json"),
+                      "replaces the existing file (--force)"),
             "hosts probe": (("--node", "gpu01", "--write-hostfile", "hostfile"),
                             "replaces the existing file (--force)"),
             "render": (("compose",), "changed")}

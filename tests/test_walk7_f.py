@@ -283,7 +283,8 @@ POD_SPELLINGS = ["pod:j-1", "pod:default/j-1", "oc:j-1", "k8s:j-1", "kubectl:def
 def test_every_spelling_of_a_pods_address_picks_it(capsys, team, node):
     code, out, err = run_cli(capsys, "exec", "-t", "kubernetes", "--node", node, "--dry-run", "--", "ls")
     assert code == 0, (out, err)
-    assert "exec -n default -c trainer j-1 -- ls" in out and " j-0 " not in out, out
+    # the command runs through exec's pid-recording wrapper (walk10 C4): `-- sh -c '...' sh <pid file> ls`
+    assert "exec -n default -c trainer j-1 -- sh -c " in out and "-node-1.pid ls\n" in out and " j-0 " not in out, out
 
 
 @pytest.mark.parametrize("node", ["pod:j-9", "pod:other/j-1", "podman:j-1", "pod:j-1[other]"])
