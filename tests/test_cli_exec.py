@@ -3,34 +3,25 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import cli_run
 import pytest
+from marked_nodes import marked_nodes, two_node_spec
 
 pytestmark = pytest.mark.engine
 
-IMAGE = "localhost/nodeweave-base:bookworm"
-SPEC = "name: nwexec\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}\n"
+SPEC = two_node_spec("nwexec")
 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
     """Two containers named as the spec's local nodes (nwexec-0, nwexec-1), carrying the mark this folder's
     ``up`` puts on its containers (exec acts only on those), removed afterwards."""
-    from nodeweave.cluster.identity import JobMark
-
-    names = ["nwexec-0", "nwexec-1"]
     folder = tmp_path_factory.mktemp("exec")
     (folder / "nodeweave.yaml").write_text(SPEC)
-    labels = [f"--label={key}={value}" for key, value in JobMark.of(folder, "nwexec").labels().items()]
-    subprocess.run(["podman", "rm", "-f", *names], capture_output=True)
-    for name in names:
-        subprocess.run(["podman", "run", "-d", "--name", name, "--hostname", name, *labels, IMAGE, "sleep", "600"],
-                       check=True, capture_output=True)
-    yield folder
-    subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True)
+    with marked_nodes(folder, "nwexec"):
+        yield folder
 
 
 def nodeweave(folder, *args):

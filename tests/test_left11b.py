@@ -13,6 +13,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
+from marked_nodes import marked_nodes, two_node_spec
 
 from test_plan_record import bare_hosts, nodeweave  # noqa: F401 - the fixture: three bare hosts, the ssh stand-in
 
@@ -112,25 +113,16 @@ def test_c4_the_stopper_kills_what_ignores_sigterm_and_leaves_a_reused_pid_alone
     Path(f"/tmp/nodeweave-exec-{token}n-node-0.pid").unlink()  # its own, left for the next call to remove
 
 
-IMAGE = "localhost/nodeweave-base:bookworm"
-SPEC = "name: nwl11b\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}\n"
+SPEC = two_node_spec("nwl11b")
 
 
 @pytest.fixture(scope="module")
 def podman_nodes(tmp_path_factory):
     """Two real podman containers named as the spec's local nodes, carrying this folder's mark; removed after."""
-    from nodeweave.cluster.identity import JobMark
-
-    names = ["nwl11b-0", "nwl11b-1"]
     folder = tmp_path_factory.mktemp("l11b")
     (folder / "nodeweave.yaml").write_text(SPEC)
-    labels = [f"--label={key}={value}" for key, value in JobMark.of(folder, "nwl11b").labels().items()]
-    subprocess.run(["podman", "rm", "-f", *names], capture_output=True)
-    for name in names:
-        subprocess.run(["podman", "run", "-d", "--name", name, "--hostname", name, *labels, IMAGE, "sleep", "600"],
-                       check=True, capture_output=True)
-    yield folder, names
-    subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True)
+    with marked_nodes(folder, "nwl11b") as names:
+        yield folder, names
 
 
 def _in_container(name: str, marker: str) -> "list[str]":
