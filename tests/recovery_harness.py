@@ -66,6 +66,18 @@ def steps(node):
     return [tuple(int(x) for x in m.groups()) for m in found]
 
 
+def wait_for_step(node, step, limit=120):
+    """Until rank 0 on ``node`` printed step ``step`` or later; fails naming the node's output after ``limit`` s."""
+    import time
+
+    until = time.monotonic() + limit
+    while time.monotonic() < until:
+        if any(s[1] >= step for s in steps(node)):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no step {step} within {limit}s:\n{node.text()}")
+
+
 def resumed(nodes):
     """[(generation, path, step)] of every RECOVERY-RESUME line, on whichever node printed it."""
     found = []

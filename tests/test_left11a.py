@@ -31,22 +31,11 @@ def _port(node):
     return int(argv[argv.index("--master-port") + 1])
 
 
-def _wait_for_step(node, step, limit=150):
-    from recovery_harness import steps
-
-    until = time.monotonic() + limit
-    while time.monotonic() < until:
-        if any(s[1] >= step for s in steps(node)):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no step {step} within {limit}s:\n{node.text()}")
-
-
 def test_b8_two_jobs_whose_node_0s_share_a_tmpdir_keep_each_its_own_records(tmp_path):
     """B8: two jobs' node 0s in one TMPDIR wrote one goodput.json, checkin.json, recovery.json (job A's next save
     wrote over job B's finished timeline 6 s after B ended). Each job's records are now its own, in its folder."""
     pytest.importorskip("torch")
-    from recovery_harness import finish, start
+    from recovery_harness import finish, start, wait_for_step
 
     shared = tmp_path / "t0"
     shared.mkdir()
@@ -55,7 +44,7 @@ def test_b8_two_jobs_whose_node_0s_share_a_tmpdir_keep_each_its_own_records(tmp_
     env = {"NODEWEAVE_METRICS": "off"}
     job_a = start(tmp_path / "a", ["--steps", "40", "--interval", "0.2", "--save-every", "5"],
                   env=dict(env, NODEWEAVE_JOB_ID="joba"), per_node={0: {"TMPDIR": str(shared)}})
-    _wait_for_step(job_a[0], 3)
+    wait_for_step(job_a[0], 3, limit=150)
     job_b = start(tmp_path / "b", ["--steps", "6", "--interval", "0.1", "--save-every", "5"],
                   env=dict(env, NODEWEAVE_JOB_ID="jobb"), per_node={0: {"TMPDIR": str(shared)}})
     codes_b = finish(job_b)
@@ -78,7 +67,7 @@ def test_b8_node_0_restarted_under_recovery_reads_its_own_jobs_book_not_the_one_
     book (here one that gave up, exit 8) ended this job at its start. It now reads its own job's book only, and the
     other job's stays as it was."""
     pytest.importorskip("torch")
-    from recovery_harness import again, finish, resumed, start
+    from recovery_harness import again, finish, resumed, start, wait_for_step
 
     other = {"generation": 2, "restarts": 2, "members": [0], "spares": [], "left_out": {"1": 1}, "steps": [None],
              "best_step": None, "stale": 0, "history": [], "decision": "stop", "code": 8, "role": "member",
@@ -89,7 +78,7 @@ def test_b8_node_0_restarted_under_recovery_reads_its_own_jobs_book_not_the_one_
     beside.write_text(text)
     (tmp_path / "n0" / "nodeweave" / "recovery.json").write_text(text)  # where an older nodeweave kept it
     nodes = start(tmp_path, RUN, env={"NODEWEAVE_JOB_ID": "mine"})
-    _wait_for_step(nodes[0], 12)
+    wait_for_step(nodes[0], 12, limit=150)
     nodes[0].proc.send_signal(signal.SIGKILL)  # node 0's entrypoint: the hub is gone
     assert nodes[0].wait(30) == -9
     nodes[0] = again(nodes[0])  # as its container's restart policy would
@@ -133,12 +122,12 @@ def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_w
     every node, each saying so in one line (node 0 128+N, the others 5, a spare too); a bare SIGTERM (an eviction,
     a preemption) is still waited for, node 0's restart policy bringing it back."""
     pytest.importorskip("torch")
-    from recovery_harness import ENTRY, finish, start, stop
+    from recovery_harness import ENTRY, finish, start, stop, wait_for_step
 
     env = {"NODEWEAVE_RUN_ID": "r1"} if how == "nodeweave stop" else {}
     nodes = start(tmp_path, ["--steps", "400", "--interval", "0.2", "--save-every", "5"], spares=1, env=env)
     try:
-        _wait_for_step(nodes[0], 6)
+        wait_for_step(nodes[0], 6, limit=150)
         if how == "nodeweave stop":  # what `nodeweave stop --node 0` runs on node 0
             argv, node_env, cwd = nodes[0].how
             done = cli_run.run([*ENTRY, "--node", "stop", "--run", "r1", "--grace", "20"], env=node_env, cwd=cwd,

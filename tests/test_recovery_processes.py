@@ -9,7 +9,7 @@ import re
 import pytest
 
 from job_records import job_record
-from recovery_harness import again, done, finish, resumed, start, steps
+from recovery_harness import again, done, finish, resumed, start, steps, wait_for_step
 
 pytest.importorskip("torch")
 RUN = ["--steps", "30", "--interval", "0.2", "--save-every", "5"]
@@ -195,17 +195,6 @@ def test_a_healthy_run_never_recovers(tmp_path):
     assert (record["decision"], record["generation"], record["restarts"], record["history"]) == ("done", 0, 0, [])
     assert done(nodes) == ["RECOVERY-DONE gen=0 step=40 state=40"]
     assert "this node was not needed" in nodes[2].text()
-
-
-def wait_for_step(node, step, limit=120):
-    import time
-
-    until = time.monotonic() + limit
-    while time.monotonic() < until:
-        if any(s[1] >= step for s in steps(node)):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no step {step} within {limit}s:\n{node.text()}")
 
 
 def test_a_lost_node_is_left_out_and_its_spare_takes_over(tmp_path):
