@@ -5,9 +5,17 @@ has to itself. One table for the spec's rules (``planning.shared_rules``), the c
 
 import os
 import posixpath
+import re
 
-# Folders of the image a mount at them, or above them, would hide: the system's, and those nodeweave puts there.
-SYSTEM = {
+# THE table of system folders (issue 43, replay11 B21/B22): every judge of "may nodeweave make or write this folder"
+# reads it, on the host (``systemdirs``: --runs-dir, --out, sync's targets), in the spec (recovery.checkpoint_dir,
+# the mounts) and on a node (NODEWEAVE_CHECKPOINT_DIR). The rule (``path_problem``, ``in_system_folder``): ``/``
+# and each of these folders itself is never a folder of the job's; inside one of ``SYSTEM_TREES`` nothing is; and a
+# folder *in* one (``/opt/ckpt``, ``/srv/ckpt``, ``/var/lib/ck``) only where something was made for it: on a node
+# and in the spec, a mount (a volume the spec mounts there, what /proc/self/mountinfo lists); on the host, a folder
+# already there (``systemdirs.made_in_system_folder``). ``/`` itself, the homes' parents and the per-container
+# folders are not judged by that last clause (/data/checkpoints, ~/ck, /tmp/ck: their own rules and notes).
+SYSTEM_FOLDERS = {
     "/bin": "the system's programs", "/boot": "the boot files", "/dev": "the devices", "/etc": "the system's "
     "configuration", "/home": "the image user's home", "/lib": "the system's libraries", "/lib32": "the system's "
     "libraries", "/lib64": "the system's libraries", "/proc": "the kernel's process files", "/root": "root's home",
@@ -16,7 +24,21 @@ SYSTEM = {
     "installed programs", "/usr/lib": "the installed libraries", "/usr/local": "the image's own software",
     "/usr/local/bin": "nodeweave-entrypoint and the launchers", "/var": "the system's state",
     "/run/nodeweave": "the job token nodeweave mounts", "/etc/nodeweave": "the hosts file nodeweave mounts",
+    "/opt": "the add-on software", "/srv": "the services' data", "/var/lib": "the system's and services' state",
+    "/var/log": "the system's logs", "/var/tmp": "the temporary folder kept across restarts",
+    "/mnt": "a mount root (every mount below it)", "/media": "the removable media's mount root",
+    "/run/media": "the removable media's mount root", "/Users": "the homes (macOS)",
+    "/var/home": "the homes (Fedora Atomic)", "/var/opt": "/opt's packages' state",
+    "/var/local": "/usr/local's packages' state", "/usr/src": "the system's sources",
 }  # fmt: skip
+# Of those, the folders a volume of the spec may be mounted at (spec.mounts): they hold nothing a container needs
+# to start. A mount at any other (``SYSTEM``), or above one, would hide the image's own.
+MOUNTABLE = ("/opt", "/srv", "/var/lib", "/var/log", "/var/tmp", "/mnt", "/media", "/run/media", "/Users",
+             "/var/home", "/var/opt", "/var/local", "/usr/src")
+SYSTEM = {folder: what for folder, what in SYSTEM_FOLDERS.items() if folder not in MOUNTABLE}
+# The system folders a job's own folder may lie in without a mount of its own: the homes' parents and root's home
+# (a home's folders are the user's), and the per-container ones (noted where they are: ``per_container``).
+FREE_IN = ("/home", "/Users", "/var/home", "/media", "/run/media", "/root", "/tmp", "/var/tmp", "/run")
 # Folders whose inside is the kernel's or nodeweave's own: nothing of the spec's is mounted or kept in them.
 FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the kernel and runtime fill",
           "/run/nodeweave": "nodeweave fills", "/etc/nodeweave": "nodeweave fills"}
@@ -129,7 +151,7 @@ def path_problem(text, absolute_too=True):
     for folder, what in FILLED.items():
         if normal.startswith(folder + "/"):
             return f"{normal} is inside {folder}, which {what}"
-    for folder, what in SYSTEM.items():
+    for folder, what in SYSTEM_FOLDERS.items():
         if folder == normal:
             return f"{normal} is a system folder ({what})"
         if folder.startswith(normal.rstrip("/") + "/"):
@@ -144,3 +166,70 @@ def per_container(text):
     """The per-container folder ``text`` lies in (``/tmp/ckpt``: ``/tmp``), or None."""
     normal = normal_path(text) if text.startswith("/") else ""
     return next((folder for folder in PER_CONTAINER if normal == folder or normal.startswith(folder + "/")), None)
+
+
+def system_folder_in(normal):
+    """The system folder (``SYSTEM_FOLDERS``, or ``/``) the absolute, normalised path ``normal`` lies in: the
+    parent of its first part that is no system folder (``/opt`` for ``/opt/ck/run1``, ``/var/lib`` for
+    ``/var/lib/ck``, ``/`` for ``/data/ck``); ``normal`` itself when it is one."""
+    parent = "/"
+    parts = [part for part in normal.split("/") if part]
+    for i in range(len(parts)):
+        here = "/" + "/".join(parts[:i + 1])
+        if here not in SYSTEM_FOLDERS:
+            return parent
+        parent = here
+    return parent
+
+
+def mount_counts(point):
+    """Whether a mount at ``point`` is one a job's folder may lie on: one the spec could declare (not ``/``, not a
+    folder the image needs, ``SYSTEM``, nor one above such, nor inside a folder the kernel or nodeweave fills).
+    /etc/hosts, /dev/shm, /proc and a separate /var partition are mounts, but none is a place made for the job."""
+    point = normal_path(point)
+    if point == "/" or any(point.startswith(folder + "/") for folder in FILLED):
+        return False
+    return not any(folder == point or folder.startswith(point + "/") for folder in SYSTEM)
+
+
+def in_system_folder(text, mounts, where):
+    """Why the absolute folder ``text`` lies in a system folder on no mount made for it, or None (the table's last
+    clause, for the spec and a node alike): ``/opt/ckpt`` inside a container is the image's own layer beside its
+    software, gone with the container, unless a volume is mounted there. ``mounts``: the mount points known
+    (the spec's volumes, workspace and cache; a node's /proc/self/mountinfo); ``where`` names them in the line."""
+    if not text.startswith("/"):
+        return None
+    normal = normal_path(text)
+    folder = system_folder_in(normal)
+    if folder == normal or folder == "/" or folder in FREE_IN:
+        return None  # the folder itself is judged by path_problem; / and the free ones by their own rules
+    if any(tree == normal or normal.startswith(tree + "/") for tree in SYSTEM_TREES):
+        return None  # path_problem refuses it outright
+    covering = [m for m in mounts if mount_counts(m) and (normal == normal_path(m) or normal.startswith(
+        normal_path(m).rstrip("/") + "/"))]
+    if covering:
+        return None
+    return (f"{normal} is in {folder} ({SYSTEM_FOLDERS[folder]}) and on no mount {where}: saved there, the files "
+            f"lie among the system's own (in a container, its image layer, gone with it)")
+
+
+IN_SYSTEM_FOLDER_ACCEPTED = ("a folder in /opt, /srv, /var/lib, /usr/local, /mnt ... only on a mount of its own (a "
+                             "volume the spec mounts at it or above it)")
+
+
+def mount_points(sysroot="/"):
+    """The mount points /proc/self/mountinfo lists (under ``sysroot``, for captured trees), or () when it cannot be
+    read. Field 5 of each line is the mount point, with space, tab, newline and backslash written as octal escapes
+    (``\\040``), as the kernel's show_mountinfo writes them (Documentation/filesystems/proc.rst)."""
+    path = os.path.join(sysroot or "/", "proc/self/mountinfo")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return ()
+    points = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4 and fields[4].startswith("/"):
+            points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return tuple(points)

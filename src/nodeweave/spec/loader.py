@@ -23,7 +23,7 @@ from nodeweave.entrypoint.planning import shared_rules
 from nodeweave.entrypoint.planning.contract import BY_KEY, HOSTFILE_PATH
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE
 from nodeweave.entrypoint.systemfolders import normal_path, per_container
-from nodeweave.entrypoint.planning.shared_rules import Naming
+from nodeweave.entrypoint.planning.shared_rules import CHECKPOINT_DIR_ACCEPTED, Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
@@ -307,6 +307,9 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         mounted = None if spec_volumes is FAILED else [v.path for v in spec_volumes]
         r.attempt(_checkpoint_dir_apart, r, top, restarts.checkpoint_dir, launcher.script, workspace, base_dir,
                   mounted)
+    if FAILED not in (restarts, spec_volumes, workspace, cache) and restarts.enabled and restarts.checkpoint_dir:
+        r.attempt(_checkpoint_dir_mounted, r, top, restarts.checkpoint_dir,
+                  [workspace.path, cache.path, *(v.path for v in spec_volumes)])
     if FAILED not in (restarts, spec_volumes) and restarts.enabled and restarts.checkpoint_dir:
         r.attempt(_checkpoint_dir_writable, r, top, restarts.checkpoint_dir, spec_volumes)
     if FAILED not in (env, workspace, cache, spec_volumes) and env and TOKEN_FILE_VARIABLE in env:
@@ -346,6 +349,18 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         + _elastic_notes(nodes, launcher, restarts)
         + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
     )
+
+
+def _checkpoint_dir_mounted(r: Reader, top: Fields, folder: str, mounted) -> None:
+    """recovery.checkpoint_dir in a system folder (/opt/ck, /srv/ck, /var/lib/ck) only on a mount the spec declares
+    (``systemfolders.in_system_folder``: the rule every node applies to NODEWEAVE_CHECKPOINT_DIR with its
+    /proc/self/mountinfo, and the host's verbs to their folders; replay11 B22)."""
+    from nodeweave.entrypoint.systemfolders import in_system_folder
+
+    what = in_system_folder(folder, mounted, f"of the spec (mounted: {', '.join(mounted)})")
+    if what:
+        node = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("checkpoint_dir")
+        raise r.fail(node, "recovery.checkpoint_dir", what, CHECKPOINT_DIR_ACCEPTED)
 
 
 def _checkpoint_dir_writable(r: Reader, top: Fields, folder: str, spec_volumes) -> None:

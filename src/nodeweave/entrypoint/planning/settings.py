@@ -199,6 +199,7 @@ def _check_checkpoint_dir(settings):
     folder = settings.get("checkpoint_dir")
     if not folder or not settings.get("recovery"):
         return
+    _check_checkpoint_dir_mounted(settings, folder)
     here = os.getcwd()
     if here == os.sep:
         return  # not a workspace: every rendered node runs in workspace.path (compose, pods, Slurm's --chdir)
@@ -209,6 +210,23 @@ def _check_checkpoint_dir(settings):
     if what:
         raise UsageError(f"{_named(settings, 'checkpoint_dir')}: {folder!r} is {what}; accepted: "
                          + CHECKPOINT_DIR_ACCEPTED)
+
+
+def _check_checkpoint_dir_mounted(settings, folder):
+    """A checkpoint folder in a system folder (/opt, /srv, /var/lib ...) is taken only on a mount of its own, as
+    /proc/self/mountinfo lists this node's (under --sysroot for a captured tree): the table's rule, which validate
+    applies to recovery.checkpoint_dir with the spec's volumes and the host's verbs to their folders (replay11
+    B21/B22: NODEWEAVE_CHECKPOINT_DIR=/var/lib/ck was taken where --runs-dir refused it)."""
+    from ..systemfolders import in_system_folder, mount_points
+    from .shared_rules import CHECKPOINT_DIR_ACCEPTED
+
+    if not folder.startswith("/"):
+        return
+    points = mount_points(settings.sysroot or "/")
+    what = in_system_folder(folder, points, "of this node (/proc/self/mountinfo lists none at or above it)"
+                            if points else "known (/proc/self/mountinfo could not be read)")
+    if what:
+        raise UsageError(f"{_named(settings, 'checkpoint_dir')}: {what}; accepted: {CHECKPOINT_DIR_ACCEPTED}")
 
 
 def _holds_node_state(folder, here, env):

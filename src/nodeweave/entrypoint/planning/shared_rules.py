@@ -10,7 +10,7 @@ tests/test_shared_rules.py walks every one through both sides. Stdlib only, like
 """
 
 
-from ..systemfolders import path_problem, per_container
+from ..systemfolders import IN_SYSTEM_FOLDER_ACCEPTED, path_problem, per_container
 from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S
 
 def inside_workspace_accepted(example, absolute_example=None):
@@ -23,7 +23,7 @@ def inside_workspace_accepted(example, absolute_example=None):
 
 
 CHECKPOINT_DIR_ACCEPTED = inside_workspace_accepted("checkpoints", "/data/checkpoints (on storage every node "
-                                                    "mounts)")
+                                                    "mounts)") + "; " + IN_SYSTEM_FOLDER_ACCEPTED
 SCRIPT_ACCEPTED = inside_workspace_accepted("train.py")
 
 
