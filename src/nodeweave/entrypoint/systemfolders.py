@@ -221,11 +221,12 @@ def mount_points(sysroot="/"):
     """The mount points /proc/self/mountinfo lists (under ``sysroot``, for captured trees), or () when it cannot be
     read. Field 5 of each line is the mount point, with space, tab, newline and backslash written as octal escapes
     (``\\040``), as the kernel's show_mountinfo writes them (Documentation/filesystems/proc.rst)."""
+    from .bounded import MIB, read_text  # a captured tree's file may be anything: read as every file is
+
     path = os.path.join(sysroot or "/", "proc/self/mountinfo")
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
+        lines = read_text(path, 16 * MIB, "the mount table", errors="replace").splitlines()
+    except (OSError, ValueError):
         return ()
     points = []
     for line in lines:
