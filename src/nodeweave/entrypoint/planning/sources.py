@@ -62,6 +62,7 @@ class Scene:
         self.settings, self.env, self.node, self.root = settings, settings.env, node, root
         self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
+        self.claims = {}  # field -> [Claim] of the sources read so far (collect): the hostfile reads a given rank
         self.empty = []  # (field, variable) a source reads that is set but empty: read as unset, and said so
         self.missing = {}  # field -> why a platform found on this node gives no value for it (said with the refusal)
         self.pod_name, self.name_source = node.hostname, "hostname"
@@ -184,8 +185,13 @@ def hostfile(scene):
     for iface in node.interfaces:
         me.update(iface.ipv4)
     mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
-    given = _given_rank(scene)
-    if not mine and given is not None and given < len(names):
+    given, given_by = _given_rank(scene)
+    if not mine and given is not None and given >= len(names):  # B18: "give this node's rank" to one who had
+        raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}), and the "
+                            f"rank given ({given_by}) is past its {len(names)} line(s), which give ranks 0 "
+                            f"to {len(names) - 1}; accepted: a rank of 0 to {len(names) - 1} (its line gives the "
+                            "slots), or a hostfile that lists every node, node 0 first")
+    if not mine and given is not None:
         # a rank given by hand (--node-rank, NODE_RANK) is taken: the hostfile then gives the count, the master and
         # the slots of the rank's line, as the refusal's hint promised (walk11b B18: it was refused all the same)
         claims = host_list(names, "hostfile", f"first host of hostfile {path}", f"hosts in hostfile {path}")
@@ -215,11 +221,16 @@ def hostfile(scene):
 
 
 def _given_rank(scene):
-    """The node rank given by hand (--node-rank, NODEWEAVE_NODE_RANK, NODE_RANK), as a number, or None."""
-    for text in (scene.settings.flags.get("node_rank"), scene.env.get("NODEWEAVE_NODE_RANK"), scene.env.get("NODE_RANK")):
-        if text is not None and plain_int(str(text)):  # 3.6: no str.isascii; a malformed rank is refused later
-            return int(text)
-    return None
+    """The node rank a stronger source gave (``--node-rank``, ``NODEWEAVE_NODE_RANK``, ``NODE_RANK``,
+    ``PET_NODE_RANK``, an Indexed Job's ``JOB_COMPLETION_INDEX``, ...: every row above the hostfile's in
+    ``SOURCES``), as (number, its source), or (None, None). walk11b B18: only the first three were read, so
+    ``PET_NODE_RANK=5`` was refused with a hint to give the rank it gave."""
+    for claim in scene.claims.get("node_rank", ()):
+        text = str(claim.value)
+        if plain_int(text):  # 3.6: no str.isascii; a malformed rank is refused later
+            source = claim.source[len("flag "):] if claim.source.startswith("flag ") else claim.source
+            return int(text), source if "=" in source else f"{source} {text}"
+    return None, None
 
 
 def read_hostfile(path):
@@ -229,7 +240,7 @@ def read_hostfile(path):
     except OSError as err:
         raise UsageError(f"hostfile {path!r} (NODEWEAVE_HOSTFILE or --hostfile): cannot read it ({err.strerror}); "
                          "accepted: a readable file of '<host> [slots=N]' lines, node 0 first") from None
-    hosts, lines_of = [], []
+    hosts, lines_of = [], {}
     for number, line in enumerate(lines, 1):
         fields = line.split("#", 1)[0].split()
         if not fields:
@@ -254,11 +265,11 @@ def read_hostfile(path):
         zero = leading_zero_problem(fields[0])
         if zero:  # the rank order would name another machine to ssh than to the exchange
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} {zero}")
-        before = next((i for i, (host, _) in enumerate(hosts) if host == fields[0]), None)
+        before = lines_of.get(fields[0])  # a dict: a scan of the hosts so far made 8,192 lines 33M compares (B18)
         if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
-                             f"{lines_of[before]} too); accepted: each host once, node 0 first")
-        lines_of.append(number)
+                             f"{before} too); accepted: each host once, node 0 first")
+        lines_of[fields[0]] = number
         hosts.append((fields[0], slots))
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")
@@ -324,7 +335,7 @@ RANK_NAMES = tuple(name for source in SOURCES for name in source.rank_names)
 
 def collect(scene):
     """{field: [Claim]} over every source, strongest first."""
-    claims = {}
+    claims = scene.claims = {}
     for source in SOURCES:
         for claim in source.read(scene):
             claim.origin = source
