@@ -215,7 +215,8 @@ def test_openshift_specs_reach_pods_with_oc_and_pods_by_name(spec_path):
     b = backend(spec_path, target="openshift", kube_context="prod")
     b._replicas = lambda: 3  # the live StatefulSet's count, without a cluster to ask
     nodes = b.nodes()
-    assert [n.remote.label for n in nodes] == [f"pod:ml/job-{i}[trainer]" for i in range(3)]
+    # an oc pod is named by the address that reaches it with oc (replay11 R2: oc:..., not kubectl's pod:...)
+    assert [n.remote.label for n in nodes] == [f"oc:ml/job-{i}[trainer]" for i in range(3)]
     assert nodes[2].argv(["true"]) == ["oc", "--context", "prod", "exec", "-n", "ml", "-c", "trainer", "job-2",
                                        "--", "true"]
     assert b.logs(nodes[0], follow=True) == ["oc", "--context", "prod", "logs", "-f", "-n", "ml", "-c",

@@ -67,7 +67,8 @@ def test_kube_exec_puts_namespace_container_and_double_dash(kind):
     assert t.shell_argv() == [kind, "exec", "-i", "-t", "-n", "ml", "-c", "trainer", "llama-1", "--", *SHELL]
     assert t.logs_argv() == [kind, "logs", "-f", "-n", "ml", "-c", "trainer", "llama-1"]
     assert t.rsh() == f"/opt/py/bin/python -m nodeweave.remote.rsh {kind} exec -i -n ml -c trainer ::"
-    assert t.label == "pod:ml/llama-1[trainer]" and t.host == "llama-1"
+    # each the address that reaches it (replay11 R2: an oc pod is oc:..., not kubectl's pod:...)
+    assert t.label == f"{'pod' if kind == 'kubectl' else 'oc'}:ml/llama-1[trainer]" and t.host == "llama-1"
     assert t.transient(1, "error: unable to upgrade connection: EOF")
     assert not t.transient(1, 'Error from server (NotFound): pods "llama-1" not found')
     assert t.unreachable(1, 'Error from server (NotFound): pods "llama-1" not found')

@@ -28,26 +28,50 @@ API_UNREACHABLE = re.compile(r"couldn't get current server API group list|connec
                              # (walk7 A38: `--kube-context nope` was exit 1 with kubectl's words, unforetold)
                              r"context \"[^\"]*\" does not exist|context was not found for specified context|"
                              r"error loading config file|invalid configuration", re.I)
+# How to get each program, and the other ways to reach the same nodes without it: the option that picks another
+# tool, and for an address typed with its kind (init --host, hosts probe --node, sync --node) the other kind's
+# spelling. One rule offers them (``install_hint``): an option only where the verb running has it, a spelling only
+# for an address typed (replay11 R2: `init --host oc:x` was told to pass --kube-cli, which init has not, and
+# `doctor --cluster` to use --target, which doctor has not).
 INSTALL_HINTS = {
-    "podman": "install podman, or pass --engine docker",
-    "docker": "install docker, or pass --engine podman",
-    "podman-compose": "pip install 'nodeweave[local]' (or pip install podman-compose)",
-    "kubectl": "install kubectl, or pass --kube-cli oc",
-    "oc": "install the OpenShift client, or pass --kube-cli kubectl",
-    "ssh": "install the OpenSSH client",
-    "rsync": "install rsync, or pass --method tar",
+    "podman": ("install podman", "--engine docker", "docker:NAME"),
+    "docker": ("install docker", "--engine podman", "podman:NAME"),
+    "podman-compose": ("pip install 'nodeweave[local]' (or pip install podman-compose)", "--engine docker", None),
+    "kubectl": ("install kubectl", "--kube-cli oc", "oc:NAME to reach the pod with oc"),
+    "oc": ("install the OpenShift client", "--kube-cli kubectl", "pod:NAME to reach the pod with kubectl"),
+    "ssh": ("install the OpenSSH client", None, None),
+    "rsync": ("install rsync", "--method tar", None),
 }
 
 
-# For an address typed with its kind (init --host, hosts probe --node), the other spelling that reaches the same
-# node with another tool: the verb has no --kube-cli or --engine to offer (replay11 R2: init was told to pass
-# --kube-cli kubectl, which it has not, and named oc:x as pod:x).
-ADDRESS_HINTS = {
-    "oc": "install the OpenShift client, or write the address pod:NAME to reach the pod with kubectl",
-    "kubectl": "install kubectl, or write the address oc:NAME to reach the pod with oc",
-    "podman": "install podman, or write the address docker:NAME",
-    "docker": "install docker, or write the address podman:NAME",
-}
+def verb_takes(option: str) -> bool:
+    """Whether the command running now (click's) has ``option`` (``--kube-cli``); False outside a command: no verb,
+    no option to offer."""
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = get_current_context(silent=True)
+    return ctx is not None and any(option in getattr(param, "opts", ()) for param in ctx.command.params)
+
+
+def offered(*ways: str) -> "list[str]":
+    """Of ``ways`` (``--engine docker``, ``--target hosts``), those whose option the running verb has."""
+    return [way for way in ways if verb_takes(way.split()[0])]
+
+
+def install_hint(program: str, address: bool = False) -> str:
+    """How to get ``program``, and the other way to reach the nodes that this verb has: for an ``address`` typed
+    with its kind, the other kind's spelling; else the option that picks another tool, where the verb has it."""
+    install, option, spelling = INSTALL_HINTS.get(os.path.basename(program), (None, None, None))
+    if install is None:
+        return ""
+    other = (f"write the address {spelling}" if spelling else None) if address else \
+        (f"pass {option}" if option and offered(option) else None)
+    return f"{install}, or {other}" if other else install
+
+
+def address_kind(target) -> str:
+    """The kind of an address as it is typed (``oc:``, ``pod:``, ``podman:``), whatever tool reaches it."""
+    return "pod" if target.kind == "kubectl" else target.kind
 
 
 def address_tool_missing(targets, verb: str) -> "str | None":
@@ -55,25 +79,27 @@ def address_tool_missing(targets, verb: str) -> "str | None":
     named with their kind as typed (``oc:x``, not the ``pod:x`` a table shows) and another spelling to use."""
     for target in targets:
         if shutil.which(target.tool) is None:
-            kind = "pod" if target.kind == "kubectl" else target.kind
-            hint = ADDRESS_HINTS.get(target.tool) or INSTALL_HINTS.get(target.tool) or "install it"
-            return (f"{target.tool} is not on PATH; {verb} reaches {kind}:NAME addresses with it ({hint}, or reach "
-                    "the hosts another way)")
+            hint = install_hint(target.tool, address=True) or "install it"
+            return (f"{target.tool} is not on PATH; {verb} reaches {address_kind(target)}:NAME addresses with it "
+                    f"({hint}, or reach the hosts another way)")
     return None
 
 
 def need_tool(program: str, why: str) -> str:
-    """The path of ``program``, or exit 3 naming it, why it is needed and how to get it."""
+    """The path of ``program``, or exit 3 naming it, why it is needed and how to get it (``install_hint``)."""
     found = shutil.which(program)
     if found is None:
-        hint = INSTALL_HINTS.get(os.path.basename(program))
+        hint = install_hint(program)
         raise EnvironmentProblem(f"{program} is not on PATH; {why}" + (f" ({hint})" if hint else ""))
     return found
 
 
 def no_engine() -> EnvironmentProblem:
+    """Exit 3 for the local target without an engine; the other targets offered only where the verb has --target
+    (replay11 R2: `doctor --cluster` was told to use --target, which it has not)."""
+    other = ", or use --target hosts or kubernetes" if offered("--target") else ""
     return EnvironmentProblem("no container engine: neither podman nor docker is on PATH; install one "
-                              "(podman is this project's engine), or use --target hosts or kubernetes")
+                              f"(podman is this project's engine){other}")
 
 
 def tool_message(text: str, limit: int = 300) -> str:
@@ -348,7 +374,7 @@ def from_os_error(err: OSError) -> NodeweaveError:
     if _raised_by_exec(err):
         program = str(err.filename or "a program")
         if isinstance(err, FileNotFoundError):
-            hint = INSTALL_HINTS.get(os.path.basename(program))
+            hint = install_hint(program)
             return EnvironmentProblem(f"{program} is not on PATH" + (f"; {hint}" if hint else ""))
         return EnvironmentProblem(f"cannot run {program}: {err.strerror or err}")
     if cwd_gone(err):

@@ -73,7 +73,10 @@ class KubeExec(Remote):
     @property
     def label(self) -> str:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"pod:{where}" + (f"[{self.container}]" if self.container else "")
+        # the address that reaches it as typed: kubectl's pod:..., oc's oc:... (replay11 R2: `sync --node oc:x`
+        # without oc named pod:default/x, the kubectl address)
+        kind = "pod" if self.kind == "kubectl" else self.kind
+        return f"{kind}:{where}" + (f"[{self.container}]" if self.container else "")
 
     @classmethod
     def cli_argv(cls, verb: str, options: RemoteOptions, namespace: "str | None" = None) -> "list[str]":

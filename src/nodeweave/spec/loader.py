@@ -324,7 +324,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     refusal = r.refusal()
     if refusal is not None:
         raise refusal
-    return Spec(
+    made = Spec(
         name=name,
         image=spec_image,
         nodes=nodes,
@@ -349,6 +349,62 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         + _elastic_notes(nodes, launcher, restarts)
         + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
     )
+    _read_as_the_nodes_do(r, top, made)
+    refusal = r.refusal()
+    if refusal is not None:
+        raise refusal
+    return made
+
+
+def _read_as_the_nodes_do(r: Reader, top: Fields, made: Spec) -> None:
+    """Every spec field that becomes a node's variable (a row of the contract's table, ``SETTINGS``), rendered as
+    the renderers write it (``Setting.text``) and read back by the node's own reader of that variable: the one
+    rule of white space at an end (``padded_refusal``), the row's reader (``Setting.read``) and, for the rows the
+    rank sources weigh, their reader (``topology.READERS``). What every node would refuse at its start is refused
+    here, by validate, render and up alike, in the node's words, naming the field and its line (replay11 R3:
+    ``launcher.setup: ["source"]`` was valid, rendered and planned, and every node refused NODEWEAVE_SETUP). One
+    loop over the table: a new row is judged with no rule of its own."""
+    from nodeweave.entrypoint.errors import EntrypointError
+    from nodeweave.entrypoint.planning.contract import SETTINGS, padded_refusal
+    from nodeweave.entrypoint.planning.topology import READERS
+
+    for row in SETTINGS:
+        if row.spec is None:
+            continue
+        value = made
+        for part in row.spec.split("."):  # resolve.spec_value's walk (spec/ does not import resolve.py)
+            value = getattr(value, part)
+        text = row.text(value)
+        if text is None:  # the variable is left out: the node reads its own default
+            continue
+        source = f"{row.variable}, as every node receives it"
+        try:
+            padded = padded_refusal(row.variable, text)
+            if padded is not None:
+                raise padded
+            row.read(text, row.what, source)
+            if row.topology:
+                READERS[row.key](text, row.what, source)
+        except EntrypointError as err:
+            problem, _, accepted = str(err).partition("; accepted: ")
+            r.keep(r.fail(_field_node(r, top, row.spec), row.spec, problem,
+                          accepted or f"a value every node reads ({row.variable})"))
+
+
+def _field_node(r: Reader, top: Fields, dotted: str) -> Optional[Node]:
+    """The YAML node of a dotted spec field (``launcher.setup``), or the nearest section written (its line)."""
+    first, *rest = dotted.split(".")
+    node = top.get(first)
+    path = first
+    for part in rest:
+        try:
+            entries = {key: value for key, _, value in r.mapping(node, path, "a mapping")}
+        except UsageError:
+            break
+        if entries.get(part) is None:
+            break
+        node, path = entries[part], f"{path}.{part}"
+    return node
 
 
 def _checkpoint_dir_mounted(r: Reader, top: Fields, folder: str, mounted) -> None:

@@ -475,5 +475,9 @@ def check_tools(req: SyncRequest) -> None:
                                  "leave out --method rsync to send a tar stream instead")
     for tool in sorted({t.tool for t in req.targets}):
         if shutil.which(tool) is None:
+            from nodeweave.failures import install_hint
+
+            hint = install_hint(tool, address=True)  # the addresses' other spelling (replay11 R2)
             raise EnvironmentProblem(f"{tool} is not on PATH, and target(s) "
-                                     f"{', '.join(t.label for t in req.targets if t.tool == tool)} need it")
+                                     f"{', '.join(t.label for t in req.targets if t.tool == tool)} need it"
+                                     + (f" ({hint})" if hint else ""))

@@ -51,6 +51,14 @@ def detect_engine(given: "str | None" = None) -> "str | None":
     return installed_engine(given)
 
 
+def _other_engine(engine: str) -> str:
+    """``, or use --engine ENGINE`` where the verb running has --engine and ENGINE is on PATH, else nothing: a
+    hint offers only what the verb takes (replay11 R2: the option is judged by ``failures.offered``, the one rule)."""
+    from nodeweave.failures import offered
+
+    return f", or use --engine {engine}" if offered("--engine") and shutil.which(engine) else ""
+
+
 def _ask(argv: List[str]) -> "Optional[subprocess.CompletedProcess]":
     """One short question to the engine's client; None: it could not be asked (not there, no answer in time)."""
     try:
@@ -119,7 +127,7 @@ class LocalCluster(Backend):
         if self.engine == "podman":
             if shutil.which(tool[0]) is None:
                 return ("podman-compose is not on PATH; the local target starts the nodes with it (pip install "
-                        "'nodeweave[local]' or podman-compose, or use --engine docker)")
+                        "'nodeweave[local]' or podman-compose" + _other_engine("docker") + ")")
             return None
         daemon = _ask(["docker", "version", "--format", "{{.Server.Version}}"])
         if daemon is not None and daemon.returncode != 0:
@@ -130,11 +138,11 @@ class LocalCluster(Backend):
             if elsewhere:
                 return f"docker is installed but its daemon does not answer ({said}): {elsewhere}"
             return (f"docker is installed but its daemon does not answer ({said}): start it (systemctl start "
-                    "docker), or use --engine podman")
+                    "docker)" + _other_engine("podman"))
         plugin = _ask([*tool, "version"])
         if plugin is not None and plugin.returncode != 0:
             return ("`docker compose` (v2) is missing from this docker client: install the docker-compose-plugin "
-                    "package (docker's own repository), or use --engine podman")
+                    "package (docker's own repository)" + _other_engine("podman"))
         return None
 
     def _compose(self, *args: str) -> tuple:

@@ -74,6 +74,23 @@ def normalize_nnodes(text, source, most=NODES_MAX):
     return (str(lo_n) if lo_n == hi_n else f"{lo_n}:{hi_n}"), lo_n, hi_n
 
 
+class _NoGpus(object):
+    gpus = None
+
+
+# Each topology row's reader of a value given to one node (a flag or the rendered variable), as ``discover``
+# reads its claims: the spec's judge (``spec/loader._read_as_the_nodes_do``) reads the rendered text with these,
+# so what every node would refuse is refused by validate (replay11 R3). ``nnodes`` at the typed bound, ``auto``
+# processes at one GPU (a count of them is no refusal).
+READERS = {
+    "node_rank": read_int(0),
+    "nnodes": lambda text, what, source: normalize_nnodes(text, source)[0],
+    "nproc_per_node": lambda text, what, source: _read_nproc(_NoGpus())(text, what, source),
+    "master_addr": read_host,
+    "master_port": read_port,
+}
+
+
 def _spares(settings):
     spares = settings.get("spares", 0) or 0
     return spares if isinstance(spares, int) else 0
@@ -164,7 +181,8 @@ def discover(settings, node, root, kube, warnings=None):
         emit(warnings, "empty-variable", line)
     for line in inherited_output_lines(env):  # what the entrypoint sets for its ranks, already set (dropped)
         emit(warnings, "nodeweave-output", line)
-    rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
+    rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", READERS["node_rank"], notes,
+                              warnings)
     from .slurm import training_most_of  # a big allocation's training count (walk11b B9)
 
     most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0)) + (
@@ -197,7 +215,8 @@ def discover(settings, node, root, kube, warnings=None):
     consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
     master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
-    port, port_claim = decide(claims.get("master_port"), "master_port", "master port", _read_port, notes, warnings)
+    port, port_claim = decide(claims.get("master_port"), "master_port", "master port", READERS["master_port"], notes,
+                              warnings)
     port_value = Value(value=port, source=port_claim.source) if port_claim else \
         Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
     job_id = settings.get("job_id") or prefix or env.get("SLURM_JOB_ID") or "nodeweave"
@@ -273,7 +292,8 @@ def _no_rank(scene, hi):
 
 def choose_master(scene, claims, prefix, hi, notes, warnings):
     """(address, source) of node 0: the strongest claim, else derived from the StatefulSet, else loopback."""
-    value, claim = decide(claims.get("master_addr"), "master_addr", "master address", read_host, notes, warnings)
+    value, claim = decide(claims.get("master_addr"), "master_addr", "master address", READERS["master_addr"], notes,
+                          warnings)
     if claim is not None:
         return value, claim.source
     if prefix is not None:
