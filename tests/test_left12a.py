@@ -5,8 +5,12 @@ runs its real entrypoint on this machine), as tests/test_plan_record.py reaches 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +22,10 @@ from test_plan_record import HERE, HOSTS, SPEC, SSH_STANDIN, _port, nodeweave
 # --- A17: after `down` on bare hosts the job is not up for any verb -------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def downed_hosts(tmp_path_factory):
-    """Three bare hosts (--engine none) brought up, one real run of the spec's job, then `nodeweave down`:
-    (folder, env, down's result)."""
-    folder = tmp_path_factory.mktemp("a17")
-    (folder / "nodeweave.yaml").write_text(SPEC.format(port=_port()))
+def bare_hosts_in(folder: Path, spec: str, hosts=HOSTS) -> "tuple[dict, list]":
+    """``folder`` as tests/test_plan_record.py's bare hosts: the spec, examples/train.py, ssh as the stand-in
+    (each host its own TMPDIR under folder/hosts); (env, the host flags)."""
+    (folder / "nodeweave.yaml").write_text(spec)
     shutil.copy(HERE.parent / "examples" / "train.py", folder / "train.py")
     bin_dir = folder / "bin"
     bin_dir.mkdir()
@@ -32,26 +34,27 @@ def downed_hosts(tmp_path_factory):
     root = folder / "hosts"
     root.mkdir()
     (root / "hosts.json").write_text(json.dumps({h: one_machine_env({"TMPDIR": str(root / f"tmp-{h}")})
-                                                 for h in HOSTS}))
-    for host in HOSTS:
+                                                 for h in hosts}))
+    for host in hosts:
         (root / f"tmp-{host}").mkdir()
-    import os
+    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(root),
+           "COLUMNS": "200", "HOME": home_beside(folder),
+           **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+    return env, ["--target", "hosts", "--engine", "none", "--remote-dir", str(folder), *(f"--host={h}" for h in hosts)]
 
-    env = {"PATH": f"{bin_dir}:{Path_parent()}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(root), "COLUMNS": "200",
-           "HOME": home_beside(folder), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
-    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(folder), *(f"--host={h}" for h in HOSTS)]
+
+@pytest.fixture(scope="module")
+def downed_hosts(tmp_path_factory):
+    """Three bare hosts (--engine none) brought up, one real run of the spec's job, then `nodeweave down`:
+    (folder, env, down's result)."""
+    folder = tmp_path_factory.mktemp("a17")
+    env, flags = bare_hosts_in(folder, SPEC.format(port=_port()))
     up = nodeweave(folder, env, "up", *flags, "--timeout", "60")
     assert up.returncode == 0, up.stdout + up.stderr
     ran = nodeweave(folder, env, "run")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     down = nodeweave(folder, env, "down")
     return folder, env, down
-
-
-def Path_parent() -> str:
-    from pathlib import Path
-
-    return str(Path(sys.executable).parent)
 
 
 def test_a17_down_on_bare_hosts_ends_the_record_as_every_targets_down(downed_hosts):
@@ -83,3 +86,94 @@ def test_a17_after_down_on_bare_hosts_every_verb_says_not_up(downed_hosts, name)
     assert len(lines) == 1 and "planrec is not up on 3 hosts over ssh" in lines[0], (name, got.stderr)
     assert "no job mark" in lines[0] and "--hold" not in lines[0] and "`nodeweave up`" in lines[0], lines[0]
     assert sorted(p.name for p in (folder / "runs").iterdir()) == before, name
+
+
+# --- A11 + C11: a run ended by `nodeweave stop` is one outcome, stopped, for every reader ------------------------
+
+STOP_SPEC = """name: stopme
+image: {{variant: cpu}}
+nodes: 2
+gpus_per_node: 1
+metrics: {{port: {metrics}}}
+launcher: {{script: train.py, args: [--steps, '100000', --log-every, '5'], master_port: {port}}}
+"""
+
+
+def _trained(log: Path, steps: int, limit: float = 240) -> None:
+    """Wait until node 0's log shows ``steps`` training steps."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        done = [int(m) for m in re.findall(r"step (\d+)/", text)]
+        if done and max(done) >= steps:
+            return
+        time.sleep(1)
+    raise AssertionError(f"{log} shows no step {steps} in {limit:g} s: {text[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def stopped_runs(tmp_path_factory):
+    """Two hosts (--engine none) up; the spec's long job run detached twice, each stopped by `nodeweave stop` once it
+    trained a while: once with the default grace, once with --grace 0 (SIGKILL at once). (folder, env, {grace: run
+    id})."""
+    folder = tmp_path_factory.mktemp("a11")
+    env, flags = bare_hosts_in(folder, STOP_SPEC.format(port=_port(), metrics=_port()), hosts=HOSTS[:2])
+    up = nodeweave(folder, env, "up", *flags, "--timeout", "60")
+    assert up.returncode == 0, up.stdout + up.stderr
+    ids = {}
+    for grace in ("10", "0"):
+        started = nodeweave(folder, env, "run", "--detach")
+        assert started.returncode == 0, started.stdout + started.stderr
+        run_id = started.stdout.strip().splitlines()[-1]
+        _trained(folder / "runs" / run_id / "node-0.log", 30)
+        stop = nodeweave(folder, env, "stop", "--grace", grace)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        deadline = time.monotonic() + 60  # the detached `nodeweave run` writes the record once every node ended
+        while json.loads((folder / "runs" / run_id / "run.json").read_text()).get("ended") is None:
+            assert time.monotonic() < deadline, "the stopped run was never recorded as ended"
+            time.sleep(1)
+        ids[grace] = run_id
+    return folder, env, ids
+
+
+@pytest.mark.parametrize("grace", ["10", "0"])
+def test_a11_c11_a_stopped_run_reads_stopped_for_every_reader(stopped_runs, grace):
+    """A11, C11: a run `nodeweave stop` ended (with the default grace, or --grace 0) reads "stopped by nodeweave
+    stop" with the exit its nodes really gave (never the run's "exit 1", a crash's word) in `runs ls`, `runs show`
+    and `runs compare`; every node's shown line is the stop (its own stop line, or the stop and its exit), never a
+    peer's echo of it (a reset connection, "node 0 ... failed"), and no cause; its goodput counts the training up to
+    the stop as training, no fault and no work redone (not "- of 0 s"); the dashboard's run page says the nodes
+    were stopped, not failed, with the same goodput."""
+    folder, env, ids = stopped_runs
+    run_id = ids[grace]
+    record = json.loads((folder / "runs" / run_id / "run.json").read_text())
+    codes = sorted({n["exit_code"] for n in record["nodes"]})
+    shown = nodeweave(folder, env, "runs", "show", run_id, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    show = json.loads(shown.stdout)
+    state = show["state"]
+    assert state.startswith("stopped by nodeweave stop at "), state
+    assert f"(nodes exit {', '.join(map(str, codes))})" in state and "(exit 1)" not in state, (state, codes)
+    for node in show["nodes"]:
+        assert node["cause"] is None, node
+        line = node["last_line"]
+        assert line.startswith("nodeweave-entrypoint: stopped on SIG") or line.startswith("stopped by nodeweave stop"), \
+            node
+        assert not re.search(r"reset by peer|failed|Traceback|Error", line), node
+    goodput = show["goodput"]
+    assert goodput and goodput["wall_s"] > 0 and goodput["buckets"]["training"] > 0, goodput
+    assert goodput["buckets"]["redone"] == 0 and goodput["buckets"]["recovery"] == 0, goodput
+    assert goodput["productive"] and goodput["productive"] > 0, goodput
+    listed = nodeweave(folder, env, "runs", "ls", "-o", "json")
+    assert [r["state"] for r in json.loads(listed.stdout) if r["run"] == run_id] == [state], listed.stdout
+    compared = nodeweave(folder, env, "runs", "compare", *sorted(ids.values()), "-o", "json")
+    assert compared.returncode == 0, compared.stderr
+    row = next(r for r in json.loads(compared.stdout)["runs"] if r["run"] == run_id)
+    assert row["state"] == state and row["goodput"]["buckets"]["redone"] == 0, row
+    from nodeweave.cli.dashboard import _finished_run
+    from nodeweave.cluster.dashboard import run_state
+
+    found, data, timeline, book, heat = _finished_run(run_id, folder / "runs", folder / "nodeweave.yaml")
+    page = run_state(found, data, timeline, book, heat)
+    assert all(n["state"].startswith("stopped by nodeweave stop") for n in page["live"]["nodes"]), page["live"]["nodes"]
+    assert page["live"]["goodput"]["buckets"] == goodput["buckets"], (page["live"]["goodput"], goodput)
