@@ -177,3 +177,51 @@ def test_a11_c11_a_stopped_run_reads_stopped_for_every_reader(stopped_runs, grac
     page = run_state(found, data, timeline, book, heat)
     assert all(n["state"].startswith("stopped by nodeweave stop") for n in page["live"]["nodes"]), page["live"]["nodes"]
     assert page["live"]["goodput"]["buckets"] == goodput["buckets"], (page["live"]["goodput"], goodput)
+
+
+# --- C22: `stop --node N` during a sweep: the point ends, recorded stopped; the sweep goes on, said so ------------
+
+SWEEP_SCRIPT = """import os, runpy, sys
+sys.argv = ["train.py", "--steps", os.environ["STEPS"], "--log-every", "5"]
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+def test_c22_stop_of_one_node_during_a_sweep_ends_its_point_recorded_stopped_and_the_sweep_goes_on(tmp_path):
+    """C22: `nodeweave stop --node 1` while a sweep's first point trains stops that node, not the job: the point ends
+    and reads "stopped" in the sweep's table, `stopped by nodeweave stop` in `runs show`, and the sweep counts it
+    stopped, not failed, in `runs ls`; `stop` says in one line that the sweep goes on, and it does (the next point
+    runs to its end, ok); the sweep's end names the stopped point as stopped, not failed."""
+    env, flags = bare_hosts_in(tmp_path, STOP_SPEC.format(port=_port(), metrics=_port()), hosts=HOSTS[:2])
+    (tmp_path / "sweep_train.py").write_text(SWEEP_SCRIPT)
+    up = nodeweave(tmp_path, env, "up", *flags, "--timeout", "60")
+    assert up.returncode == 0, up.stdout + up.stderr
+    started = nodeweave(tmp_path, env, "run", "--detach", "--sweep", "STEPS=100000,10", "--", "sweep_train.py")
+    assert started.returncode == 0, started.stdout + started.stderr
+    sweep = tmp_path / "runs" / started.stdout.strip().splitlines()[-1]
+    deadline = time.monotonic() + 60
+    while not list(sweep.glob("*-01-*/node-0.log")):
+        assert time.monotonic() < deadline, f"no first point in {sweep}: {list(sweep.iterdir())}"
+        time.sleep(1)
+    (first,) = sweep.glob("*-01-*")
+    _trained(first / "node-0.log", 20)
+    stop = nodeweave(tmp_path, env, "stop", "--node", "1")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert f"sweep {sweep.name}: goes on to its next point" in stop.stdout, stop.stdout
+    deadline = time.monotonic() + 240
+    while not (sweep / "sweep.txt").exists():
+        assert time.monotonic() < deadline, f"the sweep never ended: {list(sweep.iterdir())}"
+        time.sleep(1)
+    table = (sweep / "sweep.txt").read_text()
+    rows = {line.split()[1]: line for line in table.splitlines() if re.match(r"^\W*\s*(100000|10)\s", line)}
+    assert "stopped" in rows["100000"] and "exit" not in rows["100000"], table
+    assert " ok " in rows["10"], table
+    listed = json.loads(nodeweave(tmp_path, env, "runs", "ls", "-o", "json").stdout)
+    assert [r["state"] for r in listed if r["run"] == sweep.name] == ["2 point(s), 1 stopped"], listed
+    shown = json.loads(nodeweave(tmp_path, env, "runs", "show", first.name, "-o", "json").stdout)
+    assert shown["state"].startswith("stopped by nodeweave stop at "), shown["state"]
+    points = json.loads((sweep / "sweep.json").read_text())["points"]
+    assert [p.get("stopped") for p in points] == ["by nodeweave stop", None], points
+    log = (sweep / "run.log") if (sweep / "run.log").exists() else None
+    if log is not None:
+        assert "1 of 2 sweep point(s) stopped by nodeweave stop" in log.read_text(), log.read_text()[-2000:]

@@ -376,6 +376,13 @@ def stop_command(
 
         for name in stop_sweeps(backend.spec_dir / "runs", grace):
             out.print(f"sweep {name}: stopped (it starts no further point)", highlight=False, markup=False)
+    else:  # some nodes: their point ends (recorded stopped), the sweep is not the user's to end so (replay11 C22)
+        from nodeweave.cluster.stop import sweeps_going
+
+        for folder in sweeps_going(backend.spec_dir / "runs"):
+            out.print(f"sweep {folder.name}: goes on to its next point (`stop --node` ends the point in progress, "
+                      "recorded stopped; `nodeweave stop` with no --node ends the sweep too)", highlight=False,
+                      markup=False)
     if not _stop(plan, backend.spec_dir, out, fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
