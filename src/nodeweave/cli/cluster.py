@@ -202,8 +202,11 @@ def down_command(
         plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down")))
         show_plan(plan, fmt, backend, None, "down")
         return
-    if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
+    if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs (and the marks)
         _stop(plan, backend.spec_dir, out, fmt)
+        # the record ends as every target's does (walk11a A17: it stayed, and every verb still acted on the hosts)
+        forget_allocation(spec_path, spec.name)
+        out.print(f"{spec.name} is down ({backend.where})", highlight=False)
         return
     _refuse_unreached_down(backend, spec_path)
     execute(plan, Execution(backend.spec_dir, say(out), out, backend))
@@ -275,7 +278,7 @@ def status_command(
         if every:  # ssh reached no host: `up` cannot help, the names or the network can
             raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
         raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}; "
-                                 f"{start_hint('status', spec)}"  # the words of every verb that needs the job up
+                                 f"{start_hint('status', spec, backend.holds)}"  # the words of every verb that needs the job up
                                  + (f"; and {unreached}" if unreached else ""))
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
@@ -373,6 +376,13 @@ def stop_command(
 
         for name in stop_sweeps(backend.spec_dir / "runs", grace):
             out.print(f"sweep {name}: stopped (it starts no further point)", highlight=False, markup=False)
+    else:  # some nodes: their point ends (recorded stopped), the sweep is not the user's to end so (replay11 C22)
+        from nodeweave.cluster.stop import sweeps_going
+
+        for folder in sweeps_going(backend.spec_dir / "runs"):
+            out.print(f"sweep {folder.name}: goes on to its next point (`stop --node` ends the point in progress, "
+                      "recorded stopped; `nodeweave stop` with no --node ends the sweep too)", highlight=False,
+                      markup=False)
     if not _stop(plan, backend.spec_dir, out, fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
@@ -451,7 +461,8 @@ def logs_command(
 
     window = log_window(tail, since)  # judged before any node is asked
     from nodeweave.cluster.runfolder import latest_run, run_folder_named
-    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up, unreached_hosts, with_logs
+    from nodeweave.cluster.onbackend import down_line, live_nodes, not_up, require_up, unreached_hosts, with_logs
+    from nodeweave.errors import EnvironmentProblem
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
@@ -484,9 +495,12 @@ def logs_command(
             parent = runs_parent(runs_dir, spec_path, writes=False)
             # the run in progress, as status shows it, before the newest folder (walk10 C2: a newer failed one)
             folder = run_folder_named(parent, going) or latest_run(parent, spec.name)
+            if not backend.holds:  # nothing holds: with nothing up that is the answer (exit 3), as status says,
+                # before any run folder (walk11a A17: after `down` on bare hosts the newest run's logs were shown)
+                line = down_line(backend, live_nodes(backend, "read logs of"), "logs")
+                if line is not None:
+                    raise EnvironmentProblem(line)
             if folder is None:
-                if not backend.holds:  # nothing holds: with nothing up that is the answer (exit 3), as status says
-                    live_nodes(backend, "read logs of")
                 state = "the nodes hold and " if backend.holds else ""
                 raise UsageError(f"{state}no run of {spec.name} is in {parent}: `nodeweave run -- SCRIPT` starts one"
                                  + (" (or --container for the containers' logs)" if backend.holds else ""))

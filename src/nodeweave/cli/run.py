@@ -646,10 +646,14 @@ def _sweep_result(session, plan, fmt: str) -> None:
         if any(r["exit_code"] != 0 for r in rows):
             raise NodeweaveError(session.stopped_line(left))
         return
-    failed = [r for r in rows if r["exit_code"] != 0]
+    failed = [r for r in rows if r["exit_code"] != 0 and not r.get("stopped")]
     if failed:
         raise NodeweaveError(f"{len(failed)} of {len(rows)} sweep point(s) failed: "
                              + "; ".join(",".join(f"{k}={v}" for k, v in r["point"].items()) for r in failed))
+    halted = [r for r in rows if r["exit_code"] != 0]  # `stop --node N` ended a point: stopped, not failed (C22)
+    if halted:
+        raise NodeweaveError(f"{len(halted)} of {len(rows)} sweep point(s) stopped by nodeweave stop: "
+                             + "; ".join(",".join(f"{k}={v}" for k, v in r["point"].items()) for r in halted))
 
 
 def register(app: typer.Typer) -> None:

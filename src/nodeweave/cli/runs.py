@@ -6,6 +6,7 @@ what ran, with the metric of each run, sweep point and node side by side and cha
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -135,6 +136,8 @@ def show_command(
               if n.get("log") else None,
               "cause": _cause(entry.path / n["log"]) if n.get("log") and n.get("exit_code") not in (0, None) else None}
              for n in data.get("nodes") or []]
+    if entry.stopped is not None and data.get("exit_code") != 0:
+        nodes = [_stopped_node(entry, n, shown) for n, shown in zip(data.get("nodes") or [], nodes)]
     shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
@@ -283,6 +286,29 @@ def _last_line(log: Path) -> Optional[str]:
     except OSError:
         return None
     return lines[-1][:200] if lines else None
+
+
+STOP_LINE = re.compile(r"nodeweave-entrypoint: stopped on SIG[A-Z]+")  # a node's own word on a stop it was sent
+
+
+def _stopped_node(entry, node: dict, shown: dict) -> dict:
+    """A node of a run `nodeweave stop` ended: its shown line is the stop (its entrypoint's own line on it, else
+    the stop and the exit it gave), never a peer's echo of it (gloo's "Connection reset by peer", "node 0 ...
+    failed: its exchange closed", walk11 A11, replay11 C11) nor a cause: nothing failed. The log's own last line
+    stays in ``log_last_line``."""
+    from nodeweave.cluster.runner import exit_text
+
+    own = None
+    if node.get("log"):
+        try:
+            tail = bounded.read_tail(entry.path / node["log"], LAST_LINE_BYTES, own=True)
+        except OSError:
+            tail = ""
+        own = next((line.strip()[:200] for line in reversed(tail.splitlines()) if STOP_LINE.search(line)), None)
+    at = str((entry.stopped or {}).get("at", "?"))[11:19]
+    code = node.get("exit_code")
+    said = own or f"stopped by nodeweave stop at {at} UTC" + (f" ({exit_text(code)})" if isinstance(code, int) else "")
+    return {**shown, "last_line": said, "log_last_line": shown["last_line"], "cause": None}
 
 
 def _cause(log: Path) -> Optional[str]:

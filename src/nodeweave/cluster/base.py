@@ -460,9 +460,13 @@ def nothing_to(verb: str) -> str:
     return NOTHING.get(verb, f"nothing to {verb}")
 
 
-def start_hint(verb: str, spec=None) -> str:
+def start_hint(verb: str, spec=None, holds: bool = True) -> str:
     """The command that brings the nodes ``verb`` needs, the same on every verb; ``spec``: the job's, whose
-    ``launcher.mode: hold`` makes a plain ``nodeweave up`` hold already."""
+    ``launcher.mode: hold`` makes a plain ``nodeweave up`` hold already; ``holds``: the target's (``Backend.holds``):
+    where ``up`` starts nothing in a mode (bare hosts, a Slurm allocation) it refuses --hold, so the hint is a plain
+    ``nodeweave up`` (left12a, beside walk11a A17)."""
+    if verb in HELD_VERBS and not holds:
+        return f"`nodeweave up` starts it, then `nodeweave {HELD_VERBS[verb]}`{THEN.get(verb, '')}"
     if verb in HELD_VERBS:
         holds = spec is not None and spec.launcher.mode == "hold"
         up = "`nodeweave up` (launcher.mode: hold)" if holds else "`nodeweave up --hold`"

@@ -213,11 +213,15 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
     """The same document for a finished run's folder: its nodes' exits, generations, goodput, and the heat map of
     node 0's bounded summary (``heat.json``; the rank table and the rates were node 0's memory: a folder keeps
     neither); ``problems``: why a record of the folder is not shown (the page's banner says each)."""
+    from nodeweave.cluster.stop import stopped_by
     from nodeweave.entrypoint.metrics.goodput import account
 
+    stopped = stopped_by(folder) if data.get("exit_code") not in (0, None) else None  # the user's stop: no failure
     nodes = [{"node": n.get("node"), "host": None, "role": None, "heartbeat_age_s": None,
               "state": "running" if n.get("exit_code") is None else
-              "finished" if n.get("exit_code") == 0 else f"failed (exit {n.get('exit_code')})"}
+              "finished" if n.get("exit_code") == 0 else
+              f"stopped by nodeweave stop (exit {n.get('exit_code')})" if stopped is not None else
+              f"failed (exit {n.get('exit_code')})"}
              for n in data.get("nodes") or []]
     ended = (timeline or {}).get("ended") or (timeline or {}).get("saved")
     live = {"schema": "nodeweave.live/1", "now": ended, "job": data.get("job"), "book": book, "nodes": nodes,

@@ -30,7 +30,7 @@ def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None
         return None
     named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
     return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}; "
-            f"{start_hint(verb, backend.spec)}"
+            f"{start_hint(verb, backend.spec, backend.holds)}"
             + renamed_tail(backend))
 
 
@@ -96,7 +96,8 @@ def no_nodes_line(backend: Backend, verb: str) -> str:
     if backend.dormant is not None:
         what, how = backend.dormant
         return f"{backend.spec.name} {what} to {verb}; {how}"
-    return f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}; {start_hint(verb, backend.spec)}"
+    return (f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}; "
+            f"{start_hint(verb, backend.spec, backend.holds)}")
 
 
 def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]:

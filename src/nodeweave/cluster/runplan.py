@@ -145,9 +145,10 @@ class RunSession:
 
         pattern = compile_metric(self.sweep.metric)
         value, per_node = point_metric(pattern, Path(data["folder"]), len(self.nodes)) if pattern else (None, [])
+        stopped = self.stopped_by is not None or (data["exit_code"] != 0 and _point_stopped(Path(data["folder"])))
         self.rows.append({"point": point, "exit_code": data["exit_code"], "seconds": data.get("seconds", 0.0),
                           "metric": value, "per_node": per_node, "folder": Path(data["folder"]).name,
-                          **({"stopped": "by nodeweave stop"} if self.stopped_by is not None else {})})
+                          **({"stopped": "by nodeweave stop"} if stopped else {})})
         self._write_sweep(command)
 
     def _write_sweep(self, command: List[str]) -> None:
@@ -173,6 +174,25 @@ class RunSession:
         at = str((self.stopped_by or {}).get("at", "?"))[11:19]
         return (f"sweep stopped by nodeweave stop at {at} UTC: {len(self.rows)} point(s) run (the last one stopped), "
                 f"{left} not started")
+
+
+STOP_MARK_WAIT_S = 5.0  # how long a failed point's folder is watched for the stop's mark, which `stop` leaves after
+
+
+def _point_stopped(folder: Path, wait_s: float = STOP_MARK_WAIT_S) -> bool:
+    """Whether `nodeweave stop` (every node or `--node N`) ended this point: its mark in the point's folder, which
+    the stop leaves once the nodes reported, so a moment after the point's own end (replay11 C22: a point stopped
+    with `stop --node 1` was recorded "exit 1", a failure)."""
+    import time
+
+    from nodeweave.cluster.stop import stopped_by
+
+    deadline = time.monotonic() + wait_s
+    while stopped_by(folder) is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
+    return True
 
 
 def _plain(table) -> str:

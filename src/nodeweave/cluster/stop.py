@@ -93,14 +93,30 @@ def stop_sweeps(runs_dir, grace: float) -> "list[str]":
     live pid here, and it wrote no table yet), which that process reads before each point: it starts no further
     point and records the sweep as stopped (walk10 C22: the sweep went on to its next point). Left before the stop,
     so the process sees it once the point in progress ends. The sweeps' names."""
+    import time
+
+    marked = []
+    for folder in sweeps_going(runs_dir):
+        try:
+            (folder / STOPPED_MARK).write_text(json.dumps({
+                "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "grace": grace})
+                + "\n")
+        except OSError:
+            continue
+        marked.append(folder.name)
+    return marked
+
+
+def sweeps_going(runs_dir) -> list:
+    """The folders of the sweeps beside the spec whose `nodeweave run` process still walks their points on this
+    machine (:data:`RUNNER_MARK` names a live pid here, no table written yet, not stopped yet)."""
     import os
     import socket
-    import time
     from pathlib import Path
 
     from nodeweave.entrypoint import bounded
 
-    marked = []
+    going = []
     for folder in sorted(Path(runs_dir).glob("*-sweep*")) if Path(runs_dir).is_dir() else ():
         runner = folder / RUNNER_MARK
         if folder.is_symlink() or not runner.is_file() or runner.is_symlink() or (folder / "sweep.txt").exists() \
@@ -114,14 +130,8 @@ def stop_sweeps(runs_dir, grace: float) -> "list[str]":
             os.kill(pid, 0)
         except (OSError, ValueError, KeyError, TypeError):  # gone, unreadable or another machine's
             continue
-        try:
-            (folder / STOPPED_MARK).write_text(json.dumps({
-                "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "grace": grace})
-                + "\n")
-        except OSError:
-            continue
-        marked.append(folder.name)
-    return marked
+        going.append(folder)
+    return going
 
 
 def stopped_by(folder) -> "dict | None":

@@ -349,7 +349,9 @@ def sweep_table(rows: List[dict], metric: Optional[str], lower_is_better: bool =
     won = leaders(ranked, lower_is_better) if sum(r.get("metric") is not None for r in rows) > 1 else []
     for row in rows:
         cells = [row["point"][n] for n in names]
-        cells += ["ok" if row["exit_code"] == 0 else f"exit {row['exit_code']}", f"{row['seconds']:.1f}"]
+        # a point `nodeweave stop` ended (every node, or `--node N`) is stopped, not failed (replay11 C22)
+        result = "ok" if row["exit_code"] == 0 else "stopped" if row.get("stopped") else f"exit {row['exit_code']}"
+        cells += [result, f"{row['seconds']:.1f}"]
         if metric:
             m = row.get("metric")
             text = "-" if m is None else f"{m:.4g}" + best_mark(str(row["folder"]), won)

@@ -31,17 +31,27 @@ def run_timeline(folder) -> Optional[dict]:
     if not isinstance(timeline, dict):
         return None
     stop = stopped_by(folder)
+    if not stop:
+        return timeline
+    try:
+        stopped_at = calendar.timegm(time.strptime(str(stop.get("at")), "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return timeline
     gens = timeline.get("generations") or []
     last = max(gens, key=lambda g: g.get("generation") or 0) if gens else None
     fault = (last or {}).get("fault")
-    if stop and fault and isinstance(fault.get("at"), (int, float)):
-        try:
-            stopped_at = calendar.timegm(time.strptime(str(stop.get("at")), "%Y-%m-%dT%H:%M:%SZ"))
-        except ValueError:
-            return timeline
+    if fault and isinstance(fault.get("at"), (int, float)):
         grace = stop.get("grace") if isinstance(stop.get("grace"), (int, float)) else 10.0
         if stopped_at - grace - STOP_SLACK_S <= fault["at"] <= stopped_at + STOP_SLACK_S:  # the stop's own echo
             last.update(fault=None, ended=fault["at"])
+    # Node 0 killed by the stop (--grace 0, SIGKILL) never closed its timeline: the stop closes it, so training up
+    # to the last step is training and the time after it idle (replay11 C11: "- of 0 s productive; training 0 s"
+    # after 30 s of training, or the time after the stop counted as training).
+    launched = timeline.get("launched")
+    if timeline.get("ended") is None and isinstance(launched, (int, float)) and stopped_at > launched:
+        timeline["ended"] = max(stopped_at, timeline.get("saved") or 0)
+    if last is not None and last.get("ended") is None and not last.get("fault"):
+        last["ended"] = min(stopped_at, timeline.get("ended") or stopped_at)
     return timeline
 
 

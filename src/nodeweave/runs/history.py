@@ -37,19 +37,24 @@ class RunEntry:
             if stopped is not None:  # ended by the user (walk10 C22)
                 return (f"stopped by nodeweave stop at {str(stopped.get('at', '?'))[11:19]} UTC after "
                         f"{len(self.points)} point(s)")
-            codes = [p.data.get("exit_code") for p in self.points]
-            failed = sum(1 for c in codes if c not in (0, None))
-            return f"{len(self.points)} point(s)" + (f", {failed} failed" if failed else "")
+            # a point `nodeweave stop` (or `stop --node N`) ended is stopped, not failed (replay11 C22)
+            halted = sum(1 for p in self.points if p.stopped is not None)
+            failed = sum(1 for p in self.points if p.data.get("exit_code") not in (0, None) and p.stopped is None)
+            return f"{len(self.points)} point(s)" + (f", {halted} stopped" if halted else "") + \
+                (f", {failed} failed" if failed else "")
         if self.data.get("ended") is None:
             return "running (or cut off)"
         code = self.data.get("exit_code")
-        if code != 0:
-            from nodeweave.cluster.stop import stopped_by
-
-            stopped = stopped_by(self.path)
-            if stopped is not None:  # ended by the user, not failed (walk10 C11)
-                return f"stopped by nodeweave stop at {str(stopped.get('at', '?'))[11:19]} UTC (exit {code})"
+        if code != 0 and self.stopped is not None:  # ended by the user, not failed (walk10 C11)
+            return stopped_line(self.stopped, self.data)
         return "ok" if code == 0 else f"exit {code}"
+
+    @property
+    def stopped(self) -> Optional[dict]:
+        """What `nodeweave stop` left in this run's folder (``stop.stopped_by``), or None: not stopped so."""
+        from nodeweave.cluster.stop import stopped_by
+
+        return stopped_by(self.path) if self.kind == "run" else None
 
     def summary(self) -> dict:
         """What ``runs ls`` shows of it, as plain data (JSON/YAML output)."""
@@ -64,6 +69,18 @@ class RunEntry:
                        nodes=max((len(p.data.get("nodes") or []) for p in self.points), default=0),
                        metric=data.get("metric"))
         return row
+
+
+def stopped_line(stopped: dict, data: dict) -> str:
+    """A stopped run's state, one outcome for every reader: ``stopped by nodeweave stop at 21:12:56 UTC (nodes
+    exit 143)`` with the exits its nodes really gave, never the run's own code (walk11 A11: "(exit 1)" while both
+    nodes gave 143, which read as a crash); none known: no exit said."""
+    at = str(stopped.get("at", "?"))[11:19]
+    codes = [n.get("exit_code") for n in data.get("nodes") or [] if isinstance(n, dict)]
+    known = list(dict.fromkeys(c for c in codes if isinstance(c, int)))
+    said = "" if not known else f" (nodes exit {known[0]})" if len(known) == 1 else \
+        f" (nodes exit {', '.join(map(str, known))})"
+    return f"stopped by nodeweave stop at {at} UTC{said}"
 
 
 _NUMBER = (int, float)

@@ -45,6 +45,7 @@ WRITE_RENDERED = ("sh", "-c", 'mkdir -p "$1" && if [ -e "$1/$2" ] && ! head -n 5
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
 BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
 MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token
+NO_MARK = "no job mark: not brought up"  # bare hosts: a host without the mark, as a local job's "missing" container
 
 
 class HostsCluster(Backend):
@@ -134,8 +135,32 @@ class HostsCluster(Backend):
                 for i, host in enumerate(self.hosts)]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
-        """Nothing: no platform stands over the hosts to ask, so every verb asks each node's entrypoint itself."""
-        return {}
+        """No platform stands over the hosts, so every verb asks each node's entrypoint itself; on bare hosts the
+        job's mark is what ``up`` made there and ``down`` takes back (the container a compose host has), so a host
+        that answers without it is not up, whatever its entrypoint says (walk11a A17: after ``down`` status, exec
+        and top still acted on the hosts). A host that does not answer is left out: the verb's ssh ask names it."""
+        if self.engine != "none" or not nodes:
+            return {}
+        from nodeweave.cluster.base import NodeState
+        from nodeweave.steps import fan_out
+
+        hosts = [self.hosts[n.index] for n in nodes if n.index < len(self.hosts)]
+        held = dict(fan_out(self._holds_mark, hosts, jobs=32))
+        return {n.index: PlatformState(NodeState.ABSENT, NO_MARK) for n in nodes
+                if n.index < len(self.hosts) and held.get(self.hosts[n.index]) is False}
+
+    def nothing_up_line(self) -> Optional[str]:
+        """Bare hosts: every host answers and none holds the job's mark (``down`` took it back, or no ``up`` left
+        one): nothing to take down, as a local job none of whose containers exists. None on a compose host (the
+        containers are asked), or when a host does not answer (``down`` goes on and names it)."""
+        if self.engine != "none":
+            return None
+        from nodeweave.steps import fan_out
+
+        if any(held is not False for _, held in fan_out(self._holds_mark, self.hosts, jobs=32)):
+            return None
+        return (f"{self.spec.name} is not up on {self.where}: none of its {len(self.hosts)} host(s) holds the job's "
+                f"mark ({self._mark_file}); nothing to take down")
 
     def _ssh(self, host: str):
         return make_target("ssh", host, options=self.remote)
@@ -320,8 +345,28 @@ class HostsCluster(Backend):
             return host, False
         return host, False if labels is False else mark_of(labels if isinstance(labels, dict) else {})
 
+    def _holds_mark(self, host: str):
+        """Bare hosts: (host, True when the job's mark file is there, False when the host answered without it, None
+        when it did not answer: ssh's own failure, 255)."""
+        import subprocess
+
+        argv = self._ssh(host).exec_argv(["sh", "-c", 'test -e "$1"', "sh", self._mark_file], stdin=False)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return host, None
+        return host, {0: True, 1: False}.get(out.returncode)
+
     def sync_targets(self):
-        """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
+        """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted); bare
+        hosts without the job's mark are not up, exit 3, as every verb says after ``down`` (walk11a A17)."""
+        if self.engine == "none":
+            from nodeweave.cluster.onbackend import down_line
+            from nodeweave.errors import EnvironmentProblem
+
+            line = down_line(self, self.nodes(), "sync")
+            if line is not None:
+                raise EnvironmentProblem(line)
         return [self._ssh(host) for host in self.hosts], self.dir
 
     def logs(self, node: Node, follow: bool, window: Tuple[str, ...] = ()) -> List[str]:
