@@ -394,9 +394,11 @@ def shell_command(
     wanted = list(node)
     words = list(command or ())
     if len(words) > 1 or words and not words[0].isdigit():  # `shell -- ls -la`: a command, not the old INDEX
+        from nodeweave.cli.execute import exec_line
+
         typed = " ".join(words)
         raise UsageError(f"`nodeweave shell` opens an interactive shell and runs no command ({typed!r}): "
-                         f"`nodeweave exec --node {','.join(node) or '0'} -- {typed}` runs one, on that node")
+                         f"`{exec_line(list(node) or ['0'], words)}` runs one, on that node")
     index = words[0] if words else None
     if index is not None:
         from nodeweave.cli.habits.spellings import note_renamed

@@ -1,0 +1,32 @@
+"""The twelfth walk, part C (issue 43, /work/wt/walk12c-report.md), rows fixed by fix12c2: each row's class, one test
+per class, each failing on the code before its fix; each test's docstring starts with the rows it covers."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from team_folder import make_job_folder
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    return make_job_folder(tmp_path, monkeypatch)
+
+
+# -- C6: every hint naming an exec line for words the user typed gives one that runs them: a command starting with an
+# option is a shell's (`-c true`: `sh -c true`), each word quoted; exec itself refuses such a command, naming it -----
+
+@pytest.mark.parametrize("argv, line", [
+    (["shell", "--node", "1", "--", "-c", "true"], "`nodeweave exec --node 1 -- sh -c true`"),
+    (["shell", "--", "-lc", "echo hi"], "`nodeweave exec --node 0 -- sh -lc 'echo hi'`"),
+    (["shell", "--", "ls", "a b"], "`nodeweave exec --node 0 -- ls 'a b'`"),
+    (["exec", "--dry-run", "--", "-c", "true"], "`nodeweave exec -- sh -c true`"),
+    (["exec", "--node", "1", "--", "-c", "echo $X"], "`nodeweave exec --node 1 -- sh -c 'echo $X'`"),
+])
+def test_exec_hints_run_what_was_typed(job_folder, capsys, argv, line):
+    """C6: `shell -- -c true` was pointed to `nodeweave exec --node 1 -- -c true`, which fails `exec: -c: not found`
+    on the node (exit 127); `exec -- -c true` itself ran to that failure. Both name the line that runs it, exit 2."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, err
+    assert line in one_line(err), err
