@@ -30,3 +30,28 @@ def test_exec_hints_run_what_was_typed(job_folder, capsys, argv, line):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2, err
     assert line in one_line(err), err
+
+
+# -- C8, C17: every verb that takes no --node (NO_NODE: up, down, bench) says so given one, what it acts on and what
+# does the thing for one node, never click's "no such option"; every other verb that reaches nodes has --node --------
+
+@pytest.mark.parametrize("verb", ["up", "down", "bench"])
+@pytest.mark.parametrize("form", [["--node", "1"], ["--node=1"]])
+def test_verbs_without_node_say_why(job_folder, capsys, verb, form):
+    """C8, C17: `down --node 1` and `up --hold --node 1` were "no such option: --node" beside README's "--node picks
+    nodes on every verb"; each names what it acts on and what does it for one node, exit 2."""
+    from nodeweave.cli import NO_NODE
+
+    assert set(NO_NODE) == {"up", "down", "bench"}
+    code, out, err = run_cli(capsys, verb, *form, "--dry-run")
+    line = one_line(err)
+    assert code == 2 and line == f"nodeweave: error: {verb} takes no --node: {NO_NODE[verb]}", err
+    assert "no such option" not in line and "--node N" in line
+
+
+def test_readme_names_the_verbs_without_node():
+    """C8, C17: README's --node line names the verbs that take none."""
+    from cli_run import REPO
+
+    line = next(l for l in (REPO / "README.md").read_text().splitlines() if "nodeweave shell --node 1" in l)
+    assert "but up, down and bench" in line, line
