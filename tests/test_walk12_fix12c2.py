@@ -55,3 +55,30 @@ def test_readme_names_the_verbs_without_node():
 
     line = next(l for l in (REPO / "README.md").read_text().splitlines() if "nodeweave shell --node 1" in l)
     assert "but up, down and bench" in line, line
+
+
+# -- C11: every line naming hosts ssh never reached offers the ssh command nodeweave itself ran, with the user's
+# --ssh-option(s); the engine said is the one used, with how to pick the other --------------------------------------
+
+@pytest.mark.skipif(not __import__("shutil").which("ssh"), reason="needs the OpenSSH client")
+@pytest.mark.parametrize("argv", [
+    ["up", "--hold"], ["status"], ["logs"], ["shell"], ["down", "--dry-run"],
+    ["sync", ".", "/srv/x"],
+], ids=lambda a: " ".join(a))
+def test_unreached_hosts_hint_keeps_ssh_options(job_folder, capsys, argv):
+    """C11: `up --target hosts ... --ssh-option Port=2` said "`ssh localhost true` shows ssh's own words", which asks
+    port 22; every verb's line now offers `ssh -o Port=2 HOST true`."""
+    code, out, err = run_cli(capsys, *argv, "-t", "hosts", "--host", "nosuchhost1.invalid", "--host",
+                             "nosuchhost2.invalid", "--remote-dir", "/srv/x", "--ssh-option", "Port=2",
+                             "--ssh-option", "User=me")
+    assert "`ssh -o Port=2 -o User=me nosuchhost1.invalid true`" in out + err, (code, out, err)
+    if argv[0] in ("up", "status", "logs"):
+        assert "docker compose on each host unless --engine podman" in err, err
+
+
+def test_unreached_hosts_line_quotes_options():
+    """C11: the offered ssh line is pasteable: each option word quoted as the shell needs."""
+    from nodeweave.failures import unreached_hosts_line
+
+    line = unreached_hosts_line([("gpu01", "connection refused")], ("IdentityFile=~/.ssh/my key",))
+    assert "`ssh -o 'IdentityFile=~/.ssh/my key' gpu01 true`" in line, line

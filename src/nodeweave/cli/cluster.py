@@ -294,7 +294,8 @@ def _unreached_notes(backend, verb: str) -> "list[str]":
     if backend.target != "hosts":
         return []
     unreached = unreached_hosts(backend, backend.nodes(dry_run=True))
-    return [f"the real {verb} would fail there: {unreached_hosts_line(unreached)}"] if unreached else []
+    return [f"the real {verb} would fail there: {unreached_hosts_line(unreached, backend.remote.ssh_options)}"] \
+        if unreached else []
 
 
 def _unreached(nodes, rows) -> "tuple[str, bool]":
@@ -305,7 +306,8 @@ def _unreached(nodes, rows) -> "tuple[str, bool]":
     found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(r.get("error") or ""))
              for n, r in zip(nodes, rows)]
     unreached = list(dict.fromkeys((host, why) for host, why in found if why))
-    return (unreached_hosts_line(unreached) if unreached else ""), bool(found) and len(unreached) == len(
+    options = nodes[0].remote.options.ssh_options if nodes else ()
+    return (unreached_hosts_line(unreached, options) if unreached else ""), bool(found) and len(unreached) == len(
         {host for host, _ in found})
 
 

@@ -171,7 +171,8 @@ def _cut_off(results: "list[TargetResult]", check: bool = False) -> "Environment
                            "nothing synced to")
     if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
         return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
-                           "nothing checked on" if check else "nothing synced to")
+                           "nothing checked on" if check else "nothing synced to",
+                           getattr(getattr(failed[0].target, "options", None), "ssh_options", ()))
     return None
 
 
