@@ -82,3 +82,60 @@ def test_unreached_hosts_line_quotes_options():
 
     line = unreached_hosts_line([("gpu01", "connection refused")], ("IdentityFile=~/.ssh/my key",))
     assert "`ssh -o 'IdentityFile=~/.ssh/my key' gpu01 true`" in line, line
+
+
+# -- C9: a base in this machine's store (localhost/...) that the engine lacks is refused before the build, dry run
+# too, whichever way it was given (--base, --build-arg BASE_IMAGE, the spec's image.base), as --network is -----------
+
+def _stand_in_store(folder, monkeypatch, images):
+    """A podman on PATH whose store holds ``images`` (`image inspect`, `images --format`), answering as detected."""
+    from types import SimpleNamespace
+
+    import nodeweave.build as build
+
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / "podman"
+    tool.write_text("#!/bin/sh\n"
+                    f'IMAGES="{" ".join(images)}"\n'
+                    'case "$1 $2" in\n'
+                    '  "image inspect") for n in $IMAGES; do [ "$n" = "$5" ] && echo "{}" && exit 0; done\n'
+                    '    echo "Error: $5: image not known" >&2; exit 125;;\n'
+                    '  "images --format") for n in $IMAGES; do echo "$n"; done; exit 0;;\n'
+                    "esac\necho \"Error: unexpected $*\" >&2\nexit 125\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setattr(build, "detect_engine", lambda name=None: SimpleNamespace(kind="podman", builder=build.BUILDX))
+
+
+@pytest.mark.parametrize("given", [
+    ["--base", "localhost/nodeweave-base:bookwrom"],
+    ["--build-arg", "BASE_IMAGE=localhost/nodeweave-base:bookwrom"],
+    ["--base", "localhost:5000/nodeweave-base:bookwrom"],
+    "spec",
+], ids=lambda g: g if isinstance(g, str) else g[0])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_local_base_the_store_lacks_is_refused_before_the_build(job_folder, capsys, monkeypatch, given, dry_run):
+    """C9: `image build cpu --base localhost/nodeweave-base:bookwrom` (a typo) ended in three pull retries from
+    https://localhost/ and exit 1, its dry run silent; both now refuse it, exit 2, naming the nearest local image."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(job_folder))[0] == 0
+    _stand_in_store(job_folder, monkeypatch, ["localhost/nodeweave-base:bookworm", "docker.io/library/python:3.12"])
+    if given == "spec":
+        text = (job_folder / "nodeweave.yaml").read_text()
+        assert "image: {variant: cpu}" in text, text
+        (job_folder / "nodeweave.yaml").write_text(
+            text.replace("image: {variant: cpu}", "image: {variant: cpu, base: localhost/nodeweave-base:bookwrom}"))
+        given = []
+    code, out, err = run_cli(capsys, "image", "build", "cpu", *given, *(["--dry-run"] if dry_run else []))
+    line = one_line(err)
+    assert code == 2 and "no such image in podman's store here" in line, (code, out, err)
+    assert "localhost/nodeweave-base:bookworm;" in line or "5000" in line, line
+
+
+def test_a_local_base_the_store_holds_is_built_on(job_folder, capsys, monkeypatch):
+    """C9: the base that is there passes the check (the dry run prints its plan, exit 0)."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(job_folder))[0] == 0
+    _stand_in_store(job_folder, monkeypatch, ["localhost/nodeweave-base:bookworm"])
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--base", "localhost/nodeweave-base:bookworm",
+                             "--dry-run")
+    assert code == 0 and "BASE_IMAGE=localhost/nodeweave-base:bookworm" in out, (out, err)

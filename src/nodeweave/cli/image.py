@@ -142,7 +142,7 @@ def build(
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from nodeweave.usertext import console as people_console
 
-    from nodeweave.build import BUILDX, check_network_exists, detect_engine, prepare_build
+    from nodeweave.build import BUILDX, check_base_here, check_network_exists, detect_engine, prepare_build
     from nodeweave.build.plan import image_plan
     from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
@@ -179,15 +179,16 @@ def build(
                    build_args=build_args, spec_path=spec_path)
     scratch = spec_folder(spec_path) / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
     # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
-    prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
+    first = prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
     if dry_run:
         engine, kind, would_fail = _engine_for_dry_run(engine_name)
     else:
         engine, would_fail = detect_engine(engine_name), None
         kind = engine.kind
     unasked = check_network_exists(network, kind, engine is not None)  # a dry run checks it too
-    if unasked:
-        would_fail = f"{would_fail}; {unasked}" if would_fail else unasked
+    unasked = [note for note in (unasked, check_base_here(first.plan, base, kind, engine is not None)) if note]
+    if unasked:  # a dry run checks the base too (walk12 C9)
+        would_fail = "; ".join([would_fail, *unasked] if would_fail else unasked)
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
     prepared.notes.extend(_mark_build(prepared.plan, spec, spec_path, context_dir, kind))
