@@ -139,3 +139,32 @@ def test_a_local_base_the_store_holds_is_built_on(job_folder, capsys, monkeypatc
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--base", "localhost/nodeweave-base:bookworm",
                              "--dry-run")
     assert code == 0 and "BASE_IMAGE=localhost/nodeweave-base:bookworm" in out, (out, err)
+
+
+# -- C5: a DEST the target cannot make or write is said with why (the folder there, its owner and mode, the user the
+# sync runs as) and what to give instead ----------------------------------------------------------------------------
+
+def test_an_unwritable_dest_says_why_and_what_instead(tmp_path):
+    """C5: `sync data /opt/data` said only "cannot create or write /opt/data there"; the agent now says /opt's owner
+    and mode and the user it runs as, and the line names where that user may write."""
+    import os
+
+    from nodeweave.sync.node.agent import dest_why
+    from nodeweave.sync.source.deliver import unwritable_dest
+
+    why = dest_why(str(tmp_path / "missing" / "deeper"))
+    assert why.startswith(f"{tmp_path} is a folder of ") and f"uid {os.stat(tmp_path).st_uid}" in why, why
+    assert f"the sync runs as " in why and f"uid {os.getuid()}" in why, why
+    line = unwritable_dest("/opt/data", "/opt is a folder of root (uid 0), mode 755, and the sync runs as uid 1000")
+    assert line.startswith("cannot create or write /opt/data there: /opt is a folder of root (uid 0)"), line
+    assert "under /tmp, in the workspace, or on a volume" in line, line
+    assert "under /tmp" in unwritable_dest("/opt/data", None)  # a target without python3: no why, still the remedy
+
+
+def test_the_agent_answer_carries_why(tmp_path):
+    """C5: the manifest the agent answers holds dest_why where DEST cannot be made (a file stands in its way)."""
+    from nodeweave.sync.node.agent import manifest
+
+    (tmp_path / "file").write_text("x")
+    answer = manifest(str(tmp_path / "file" / "dest"), {"sigs": {}, "dirs": []}, {})
+    assert not answer["dest_ok"] and "file is a file, not a folder, of " in answer["dest_why"], answer

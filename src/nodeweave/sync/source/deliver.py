@@ -76,8 +76,16 @@ def _open(req: SyncRequest, src: Source, job: Job, request: Request, channel) ->
     if not manifest.python:
         manifest = plain.with_listing(job.target, req.dest, src.fileset, manifest)
     if not manifest.dest_ok:
-        raise TransferError(f"cannot create or write {req.dest} there", transient=False)
+        raise TransferError(unwritable_dest(req.dest, manifest.dest_why), transient=False)
     job.manifest = manifest
+
+
+def unwritable_dest(dest: str, why: "str | None") -> str:
+    """The one line for a DEST the target cannot make or write: why (the agent's word: the folder there, its owner
+    and mode, the user the sync runs as; a target without python3 gives none) and what to give instead (walk12 C5)."""
+    return (f"cannot create or write {dest} there" + (f": {why}" if why else "") + "; give a DEST that user may "
+            "write: under /tmp, in the workspace, or on a volume of the spec (a folder of root's needs the image to "
+            "make it the user's)")
 
 
 def _signatures(src: Source, job: Job) -> "dict[str, str]":
