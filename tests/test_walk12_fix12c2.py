@@ -168,3 +168,51 @@ def test_the_agent_answer_carries_why(tmp_path):
     (tmp_path / "file").write_text("x")
     answer = manifest(str(tmp_path / "file" / "dest"), {"sigs": {}, "dirs": []}, {})
     assert not answer["dest_ok"] and "file is a file, not a folder, of " in answer["dest_why"], answer
+
+
+# -- C4: what a sync changed on a target is counted and named the same way by every method: a link is a change, what
+# --delete removed is counted (a column) and named, and what SRC holds that no sync sends (a fifo) is said once ------
+
+def test_specials_are_left_out_and_said(tmp_path):
+    """C4: a fifo in SRC was left out without a word; the walk records it and the sync names it once."""
+    import os
+
+    from nodeweave.sync.display import as_document, specials_line
+    from nodeweave.sync.filters import Filter
+
+    (tmp_path / "a.txt").write_text("hi\n")
+    os.symlink("/etc/passwd", tmp_path / "link")
+    os.mkfifo(tmp_path / "fifo")
+    fileset = Filter([]).walk(tmp_path)
+    assert fileset.files == {"a.txt": "f", "link": "l"} and fileset.specials == [("fifo", "a fifo")]
+    assert specials_line(fileset) == ("left out 1 file(s) that are not regular files: fifo (a fifo) (as rsync "
+                                      "skips them)")
+
+
+@pytest.mark.parametrize("method", ["stream", "tar", "rsync"])
+def test_every_method_counts_links_and_deletions(method):
+    """C4: a new link was "files 0", and a --delete that removed one was "0" with nothing named, whatever the
+    method; the links and deletions come from the one difference every method works from, beside the method's
+    own count of regular files sent."""
+    from types import SimpleNamespace
+
+    from nodeweave.sync.display import as_document, deleted_text, summary_table
+    from nodeweave.sync.outcome import TargetResult
+    from nodeweave.sync.source.deliver import counted
+    from nodeweave.sync.transport.plan import Difference
+
+    fileset = SimpleNamespace(files={"link": "l", "a.txt": "f"})
+    results = []
+    for i in range(2):
+        result = TargetResult(SimpleNamespace(label=f"podman:n-{i}"), status="ok", method=method, files=1)
+        counted(result, Difference(send=("a.txt", "link"), delete=("old.txt",), rmdirs=("gone",)), fileset)
+        results.append(result)
+    assert (results[0].files, results[0].links, results[0].deleted) == (1, 1, ["old.txt", "gone/"])
+    assert deleted_text(results) == ["deleted on every target: old.txt, gone/"]
+    table = summary_table(results, None, "t", delete=True)
+    assert [c.header for c in table.columns][2:4] == ["files", "deleted"]
+    assert list(table.columns[2].cells) == ["1 +1 link"] * 2 and list(table.columns[3].cells) == ["2"] * 2
+    assert "deleted" not in [c.header for c in summary_table(results, None, "t").columns]
+    shared = TargetResult(SimpleNamespace(label="podman:n-2"), status="ok", method="shared via podman:n-0")
+    counted(shared, Difference(send=("link",), delete=("old.txt",)), fileset)
+    assert (shared.links, shared.deleted) == (0, [])  # written through another target: it changed nothing itself

@@ -205,7 +205,20 @@ def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress:
         job.result.method = job.method
         if job.error is not None:
             job.result.status, job.result.error = "failed", str(job.error)
+        elif job.diff is not None:
+            counted(job.result, job.diff, src.fileset)
     return jobs
+
+
+def counted(result: TargetResult, diff: Difference, fileset) -> None:
+    """Beside each method's own count of the regular files it sent (``files``), what every method changed on the
+    target by the one difference it worked from: the links it made or changed (a change, as rsync counts one), and
+    what --delete removed there, named (walk12 C4: a new link, and a --delete that removed one, were both "files 0"
+    with nothing named). A target written through another one (``shared via``) changed nothing itself."""
+    if result.method not in ("stream", "tar", "rsync"):
+        return
+    result.links = sum(1 for rel in diff.send if fileset.files.get(rel) == "l")
+    result.deleted = [*diff.delete, *(f"{rel}/" for rel in diff.rmdirs)]
 
 
 def _dry_run(src: Source, jobs: "list[Job]") -> None:
