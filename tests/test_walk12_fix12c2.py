@@ -216,3 +216,34 @@ def test_every_method_counts_links_and_deletions(method):
     shared = TargetResult(SimpleNamespace(label="podman:n-2"), status="ok", method="shared via podman:n-0")
     counted(shared, Difference(send=("link",), delete=("old.txt",)), fileset)
     assert (shared.links, shared.deleted) == (0, [])  # written through another target: it changed nothing itself
+
+
+# -- C2: `logs --since` takes what docker and podman logs --since take, a duration or a time (RFC 3339), and kubectl's
+# --since-time is pointed to it; a time becomes the span back to it, which every engine and kubectl read alike -----
+
+@pytest.mark.parametrize("typed, back", [
+    ("2026-11-30T21:00:00Z", 3600), ("2026-11-30T21:00:00+00:00", 3600), ("2026-11-30T22:00:00+01:00", 3600),
+    ("2026-11-30T21:59:59.5Z", 0.5), ("5m", 300), ("300", 300),
+])
+def test_since_takes_a_time_as_the_engines_do(typed, back):
+    """C2: `logs --container --since 2026-11-30T21:00:00Z` was refused "not accepted: a number of seconds ..."."""
+    from datetime import datetime, timezone
+
+    from nodeweave.quantities import since_seconds
+
+    now = datetime(2026, 11, 30, 22, 0, 0, tzinfo=timezone.utc).timestamp()
+    assert since_seconds(typed, now=now) == pytest.approx(back)
+
+
+def test_since_time_reaches_the_engine_as_a_span_and_a_future_time_is_refused(job_folder, capsys):
+    """C2: the window every engine and kubectl is given for a time is whole seconds back to it; a time still to
+    come, or words, are refused naming both forms; kubectl's --since-time names --since."""
+    from nodeweave.cluster.logs import log_window
+
+    flag, span = log_window(None, "2000-01-01T00:00:00Z")
+    assert flag == "--since" and span.endswith("s") and int(span[:-1]) > 26 * 365 * 86400
+    for typed in ("2999-01-01T00:00:00Z", "yesterday"):
+        code, out, err = run_cli(capsys, "logs", "--container", "--since", typed)
+        assert code == 2 and "or a time, 2026-11-30T21:00:00Z (RFC 3339" in one_line(err), err
+    code, out, err = run_cli(capsys, "logs", "--since-time", "2026-11-30T21:00:00Z")
+    assert code == 2 and "--since 2026-11-30T21:00:00Z" in one_line(err), err

@@ -439,8 +439,9 @@ def logs_command(
     tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start from each node's last N lines (as "
                                        "kubectl, docker and podman logs --tail), then follow with -f"),
     since: Optional[str] = typer.Option(None, "--since", help="Only lines from the last DURATION (10s, 5m, 2h, 1h30m; plain seconds, 300, too) "
-                                        "of the containers' logs, as kubectl/podman logs --since; a run's log "
-                                        "lines carry no time: --tail there"),
+                                        "or since a TIME (2026-11-30T21:00:00Z, RFC 3339) of the containers' logs, "
+                                        "as docker/podman logs --since (kubectl's --since and --since-time); a "
+                                        "run's log lines carry no time: --tail there"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the
