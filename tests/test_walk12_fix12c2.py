@@ -247,3 +247,37 @@ def test_since_time_reaches_the_engine_as_a_span_and_a_future_time_is_refused(jo
         assert code == 2 and "or a time, 2026-11-30T21:00:00Z (RFC 3339" in one_line(err), err
     code, out, err = run_cli(capsys, "logs", "--since-time", "2026-11-30T21:00:00Z")
     assert code == 2 and "--since 2026-11-30T21:00:00Z" in one_line(err), err
+
+
+# -- C10: a sweep keeps what it was asked to rank by (--metric, --lower-is-better) from its start, and every reader
+# of its folder (`runs show`, `runs compare`) ranks by them while it runs (detached) and after -----------------------
+
+@pytest.mark.parametrize("reader", [["runs", "show"], ["runs", "compare"]])
+def test_a_sweep_ranks_by_its_own_metric_from_its_start(tmp_path, monkeypatch, capsys, reader):
+    """C10: `runs show` of a detached sweep started with --metric said "no --metric, so no mean to compare" while
+    its first point ran (sweep.json was written only as a point ended), and --lower-is-better was never kept."""
+    import json
+    from types import SimpleNamespace
+
+    from nodeweave.cluster.runfolder import RunFolder
+    from nodeweave.cluster.runplan import RunSession, SweepRequest
+    from test_cli_runs import SPEC, run_json
+
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NODEWEAVE_SPEC", raising=False)
+    session = RunSession([], tmp_path / "runs", SimpleNamespace(job="nwruns", spec_text=SPEC), out=None)
+    session.open_sweep(SimpleNamespace(sweep=SweepRequest("step_ms ([0-9.]+)", lower_is_better=True)))
+    sweep = session.sweep_folder
+    kept = json.loads((sweep.path / "sweep.json").read_text())
+    assert kept["metric"] == "step_ms ([0-9.]+)" and kept["lower_is_better"] is True, kept
+    for number, value in enumerate(("30", "20"), start=1):  # two points ended, as a running sweep's may have
+        point = RunFolder.create(sweep.path, "nwruns", SPEC, suffix=f"-{number:02d}-X={number}")
+        run_json(point, {"X": str(number)}, 0, 10.0)
+        for i in range(2):
+            point.log_path(f"node-{i}").write_text(f"step_ms {value}\n")
+    code, out, err = run_cli(capsys, *reader, sweep.run_id, "-o", "json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert "no --metric" not in err and shown["metric"] == "step_ms ([0-9.]+)", (out, err)
+    assert shown["best"] and shown["best"].endswith("-02-X=2"), shown  # the lower step time wins
