@@ -55,9 +55,11 @@ def exec_command(
         raise UsageError("no command: give it after `--`, e.g. nodeweave exec -- nvidia-smi -L")
     if command[0].startswith("-") and command[0] != "-":  # `exec -- -c true`: sh's option, never a program
         typed = " ".join(command)
+        shells = not command[0].startswith("--")  # -c, -lc: a shell's; --x: a program's, which one is not known
         raise UsageError(f"the command {typed!r} starts with {command[0]!r}, an option, not a program: every node "
                          f"would answer `exec: {command[0]}: not found` (exit 127); accepted: a program first, "
-                         f"`{exec_line(node, command)}` for a shell's {command[0]}")
+                         + (f"`{exec_line(node, command)}` for a shell's {command[0]}" if shells else
+                            f"`{exec_line(node, ['PROGRAM', *command])}`"))
     variables, hidden = parse_env(env, "--env")
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
@@ -81,11 +83,12 @@ def exec_command(
 
 def exec_line(node: List[str], words: List[str]) -> str:
     """The ``nodeweave exec`` line that runs ``words`` on the nodes ``node`` picks, as one can paste it: each word
-    quoted as the shell needs, and ``sh`` before words that start with an option (``-c true`` is sh's habit, and
-    a program is never named ``-c``: walk12 C6). The one line every verb's hint to exec gives."""
+    quoted as the shell needs, and ``sh`` before words that start with a short option (``-c true`` is sh's habit,
+    and a program is never named ``-c``: walk12 C6). The one line every verb's hint to exec gives."""
     import shlex
 
-    run = (["sh"] if words and words[0].startswith("-") and words[0] != "-" else []) + list(words)
+    shells = words and words[0].startswith("-") and not words[0].startswith("--") and words[0] != "-"
+    run = (["sh"] if shells else []) + list(words)
     picked = f" --node {','.join(node)}" if node else ""
     return f"nodeweave exec{picked} -- " + " ".join(shlex.quote(word) for word in run)
 
