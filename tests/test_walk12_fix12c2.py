@@ -23,6 +23,7 @@ def job_folder(tmp_path, monkeypatch):
     (["shell", "--", "ls", "a b"], "`nodeweave exec --node 0 -- ls 'a b'`"),
     (["exec", "--dry-run", "--", "-c", "true"], "`nodeweave exec -- sh -c true`"),
     (["exec", "--node", "1", "--", "-c", "echo $X"], "`nodeweave exec --node 1 -- sh -c 'echo $X'`"),
+    (["exec", "--", "--version"], "`nodeweave exec -- PROGRAM --version`"),
 ])
 def test_exec_hints_run_what_was_typed(job_folder, capsys, argv, line):
     """C6: `shell -- -c true` was pointed to `nodeweave exec --node 1 -- -c true`, which fails `exec: -c: not found`
