@@ -167,7 +167,8 @@ def ssh_unreached(text: str) -> "str | None":
     return None
 
 
-def ssh_cut_off(failed: "list[tuple[str, str]]", undone: str) -> "EnvironmentProblem | None":
+def ssh_cut_off(failed: "list[tuple[str, str]]", undone: str,
+                ssh_options: "tuple[str, ...]" = ()) -> "EnvironmentProblem | None":
     """One line, exit 3, when ssh reached none of a verb's failed targets (``failed``: each host and what ssh said),
     in the words every verb on bare hosts gives (:func:`unreached_hosts_line`); else None. The ssh side of
     :func:`api_cut_off` (replay10 A35: sync to unreachable hosts printed a table of failed rows, ssh's own words per
@@ -177,18 +178,24 @@ def ssh_cut_off(failed: "list[tuple[str, str]]", undone: str) -> "EnvironmentPro
         return None
     from nodeweave.entrypoint.nodelists import ranges
 
-    return EnvironmentProblem(f"{undone} {ranges(host for host, _ in failed)}: {unreached_hosts_line(whys)}")
+    return EnvironmentProblem(f"{undone} {ranges(host for host, _ in failed)}: "
+                              f"{unreached_hosts_line(whys, ssh_options)}")
 
 
-def unreached_hosts_line(hosts_why: "list[tuple[str, str]]") -> str:
-    """One line for hosts ssh never reached: their names, grouped by why, and the command that shows it."""
+def unreached_hosts_line(hosts_why: "list[tuple[str, str]]", ssh_options: "tuple[str, ...]" = ()) -> str:
+    """One line for hosts ssh never reached: their names, grouped by why, and the command that shows it, with the
+    ``--ssh-option``s nodeweave's own ssh was given (``ssh_options``): a bare ``ssh HOST true`` asked port 22 where
+    ``--ssh-option Port=2`` was given (walk12 C11)."""
+    import shlex
+
     by_why: "dict[str, list[str]]" = {}
     for host, why in hosts_why:
         by_why.setdefault(why, []).append(host)
     said = "; ".join(f"{', '.join(hosts)} ({why})" for why, hosts in by_why.items())
     first = hosts_why[0][0]
-    return (f"ssh cannot reach {said}: check the names, the network and your keys (`ssh {first} true` shows ssh's "
-            "own words), then run this again")
+    argv = ["ssh", *(word for option in ssh_options for word in ("-o", option)), first, "true"]
+    return (f"ssh cannot reach {said}: check the names, the network and your keys (`{shlex.join(argv)}` shows "
+            "ssh's own words), then run this again")
 
 
 def unreachable_cluster(argv, what: str, switch: str = "pass --kube-context"):

@@ -72,3 +72,31 @@ def seconds(text: str) -> "float | None":
     if not text or not re.fullmatch(f"(?:{_DURATION_PART})+", text):
         return None
     return float(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in re.findall(_DURATION_PART, text)))
+
+
+# `logs --since` takes what docker and podman logs --since take: a duration, or a time (RFC 3339, as kubectl's
+# --since-time): walk12 C2 (`--since 2026-11-30T21:00:00Z` was refused as no duration). A time becomes the
+# duration back to it, which every engine and kubectl read the same way.
+SINCE_WORDS = (f"{DURATION_WORDS}, or a time, 2026-11-30T21:00:00Z (RFC 3339; an offset, +01:00, or none: this "
+               "machine's local time)")
+
+
+def since_seconds(text: str, now: "float | None" = None) -> "float | None":
+    """``text`` as the seconds back from ``now`` (default: this moment) it reaches: a duration as :func:`seconds`
+    reads it, or a time (``2026-11-30T21:00:00Z``, ``2026-11-30 21:00:00+01:00``, ``2026-11-30``); None when it is
+    neither, or a time still to come."""
+    import time
+    from datetime import datetime
+
+    span = seconds(text)
+    if span is not None:
+        return span
+    written = str(text).strip()
+    if written[-1:] in ("Z", "z"):
+        written = written[:-1] + "+00:00"
+    try:
+        when = datetime.fromisoformat(written)
+    except ValueError:
+        return None
+    back = (time.time() if now is None else now) - when.timestamp()  # a naive time is local, as docker reads it
+    return back if back >= 0 else None

@@ -161,6 +161,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     verb = command.split()[-1]
     if getattr(err, "option_name", None) in FORMAT_OPTIONS and verb in NO_FORMAT:
         return f"nodeweave: error: {no_format_line(verb, err.option_name)}", exit_code
+    if getattr(err, "option_name", None) == "--node" and verb in NO_NODE:
+        return f"nodeweave: error: {verb} takes no --node: {NO_NODE[verb]}", exit_code
     if getattr(err, "option_name", None) == "--dry-run" and verb in READ_ONLY:
         return (f"nodeweave: error: {verb} takes no --dry-run: it only reads (it asks the nodes or a run folder and "
                 "changes nothing), so there is nothing to rehearse; leave --dry-run out"), exit_code
@@ -226,6 +228,21 @@ NO_FORMAT = {
     # takes -o for its --dry-run's plan only (no_format_line): the real shell prints nothing to format
     "shell": "it opens an interactive shell and prints no rows (its plan: `nodeweave shell --dry-run -o json`); a "
              "command's output as data: `nodeweave exec --node N -o json -- CMD`",
+}
+
+
+# The verbs that reach nodes yet take no --node (README: "--node picks nodes on every verb but up, down and bench"),
+# what each acts on, and what does the thing for one node: `down --node 1` and `up --node 1` were "no such option"
+# with no word on what takes one node down or brings it back (walk12 C8, C17).
+NO_NODE = {
+    "up": "it brings up every node of the spec at once (compose, the hosts or the StatefulSet are one cluster); a "
+          "node that went down comes back with every other one in `nodeweave up --hold` (refused while a run goes: "
+          "`nodeweave stop` first); one node's shell or command: `nodeweave shell --node N`, `nodeweave exec --node "
+          "N -- CMD`",
+    "down": "it takes down the whole cluster `up` made (nothing removes one node of it); the run on one node "
+            "ends with `nodeweave stop --node N`",
+    "bench": "it measures the collectives among the processes of this machine (or of the node it runs in); every "
+             "node's links, each pair measured: `nodeweave check --node N,M`",
 }
 
 

@@ -297,7 +297,8 @@ def _unreached_notes(backend, verb: str) -> "list[str]":
     if backend.target != "hosts":
         return []
     unreached = unreached_hosts(backend, backend.nodes(dry_run=True))
-    return [f"the real {verb} would fail there: {unreached_hosts_line(unreached)}"] if unreached else []
+    return [f"the real {verb} would fail there: {unreached_hosts_line(unreached, backend.remote.ssh_options)}"] \
+        if unreached else []
 
 
 def _unreached(nodes, rows) -> "tuple[str, bool]":
@@ -308,7 +309,8 @@ def _unreached(nodes, rows) -> "tuple[str, bool]":
     found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(r.get("error") or ""))
              for n, r in zip(nodes, rows)]
     unreached = list(dict.fromkeys((host, why) for host, why in found if why))
-    return (unreached_hosts_line(unreached) if unreached else ""), bool(found) and len(unreached) == len(
+    options = nodes[0].remote.options.ssh_options if nodes else ()
+    return (unreached_hosts_line(unreached, options) if unreached else ""), bool(found) and len(unreached) == len(
         {host for host, _ in found})
 
 
@@ -404,9 +406,11 @@ def shell_command(
     wanted = list(node)
     words = list(command or ())
     if len(words) > 1 or words and not words[0].isdigit():  # `shell -- ls -la`: a command, not the old INDEX
+        from nodeweave.cli.execute import exec_line
+
         typed = " ".join(words)
         raise UsageError(f"`nodeweave shell` opens an interactive shell and runs no command ({typed!r}): "
-                         f"`nodeweave exec --node {','.join(node) or '0'} -- {typed}` runs one, on that node")
+                         f"`{exec_line(list(node) or ['0'], words)}` runs one, on that node")
     index = words[0] if words else None
     if index is not None:
         from nodeweave.cli.habits.spellings import note_renamed
@@ -445,8 +449,9 @@ def logs_command(
     tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start from each node's last N lines (as "
                                        "kubectl, docker and podman logs --tail), then follow with -f"),
     since: Optional[str] = typer.Option(None, "--since", help="Only lines from the last DURATION (10s, 5m, 2h, 1h30m; plain seconds, 300, too) "
-                                        "of the containers' logs, as kubectl/podman logs --since; a run's log "
-                                        "lines carry no time: --tail there"),
+                                        "or since a TIME (2026-11-30T21:00:00Z, RFC 3339) of the containers' logs, "
+                                        "as docker/podman logs --since (kubectl's --since and --since-time); a "
+                                        "run's log lines carry no time: --tail there"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the

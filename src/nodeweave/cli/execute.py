@@ -53,6 +53,13 @@ def exec_command(
 
     if not command:
         raise UsageError("no command: give it after `--`, e.g. nodeweave exec -- nvidia-smi -L")
+    if command[0].startswith("-") and command[0] != "-":  # `exec -- -c true`: sh's option, never a program
+        typed = " ".join(command)
+        shells = not command[0].startswith("--")  # -c, -lc: a shell's; --x: a program's, which one is not known
+        raise UsageError(f"the command {typed!r} starts with {command[0]!r}, an option, not a program: every node "
+                         f"would answer `exec: {command[0]}: not found` (exit 127); accepted: a program first, "
+                         + (f"`{exec_line(node, command)}` for a shell's {command[0]}" if shells else
+                            f"`{exec_line(node, ['PROGRAM', *command])}`"))
     variables, hidden = parse_env(env, "--env")
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
@@ -72,6 +79,18 @@ def exec_command(
     out = console(stderr=is_data(fmt))
     done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet, hidden=hidden))
     _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)
+
+
+def exec_line(node: List[str], words: List[str]) -> str:
+    """The ``nodeweave exec`` line that runs ``words`` on the nodes ``node`` picks, as one can paste it: each word
+    quoted as the shell needs, and ``sh`` before words that start with a short option (``-c true`` is sh's habit,
+    and a program is never named ``-c``: walk12 C6). The one line every verb's hint to exec gives."""
+    import shlex
+
+    shells = words and words[0].startswith("-") and not words[0].startswith("--") and words[0] != "-"
+    run = (["sh"] if shells else []) + list(words)
+    picked = f" --node {','.join(node)}" if node else ""
+    return f"nodeweave exec{picked} -- " + " ".join(shlex.quote(word) for word in run)
 
 
 def script_notes(command: List[str]) -> List[str]:

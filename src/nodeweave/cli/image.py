@@ -88,6 +88,42 @@ def _engine_for_dry_run(engine_name: Optional[str]):
         return None, installed_engine(engine_name) or "podman", f"the real build would end with exit 3: {problem}"
 
 
+def check_base_here(plan, base_option: Optional[str], kind: str, answered: bool) -> Optional[str]:
+    """The base the build pulls (``plan``'s BASE_IMAGE: ``--base``, ``--build-arg BASE_IMAGE``, the spec's
+    image.base or its build_args), when it names this machine's store (``localhost/...``, ``localhost:5000/...``:
+    never pulled from elsewhere), must be in ``kind``'s store, checked at dry run too, as ``--network`` is: a tag
+    missing there (a typo: ``bookwrom``) ended a real build in three pull retries from https://localhost/ and
+    exit 1 (walk12 C9). Missing is exit 2 naming the local images nearest it; None when it is there (or the name is
+    a registry's), else the note a dry run prints when the engine cannot be asked."""
+    from difflib import get_close_matches
+
+    from nodeweave.build.plan import BASE_IMAGE_ARG
+    from nodeweave.cluster.pullable import ABSENT, machine_local, stored_labels
+
+    ref = plan.build_args.get(BASE_IMAGE_ARG)
+    if not ref or not machine_local(ref):
+        return None
+    given = ("--base" if ref == base_option else "the base (image.base, or BASE_IMAGE of image.build_args)")
+    if not answered:
+        return f"{given} {ref}: whether {kind}'s store has it could not be asked (the engine does not answer)"
+    if stored_labels(ref, kind) is not ABSENT:
+        return None
+    import subprocess
+
+    try:
+        listed = subprocess.run([kind, "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        listed = []
+    local = sorted({name for name in listed if machine_local(name) and "<none>" not in name})
+    near = get_close_matches(ref, local, n=3, cutoff=0.8)
+    listing = f"`{kind} images` lists {'the ' + str(len(local)) if local else 'them: none here'}"
+    shown = f"{', '.join(near)}; {listing}" if near else listing
+    raise UsageError(f"{given} {ref}: no such image in {kind}'s store here, and {ref.partition('/')[0]}/ is pulled "
+                     f"from nowhere else, so the build would fail pulling it; accepted: a local image ({shown}), "
+                     "or an image of a registry")
+
+
 def _checked_tag(tag: Optional[str]) -> Optional[str]:
     """--tag as the spec's image.tag accepts it: refused here, not by the engine after a long build."""
     from nodeweave.spec.rules import IMAGE_TAG
@@ -179,15 +215,16 @@ def build(
                    build_args=build_args, spec_path=spec_path)
     scratch = spec_folder(spec_path) / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
     # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
-    prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
+    first = prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
     if dry_run:
         engine, kind, would_fail = _engine_for_dry_run(engine_name)
     else:
         engine, would_fail = detect_engine(engine_name), None
         kind = engine.kind
     unasked = check_network_exists(network, kind, engine is not None)  # a dry run checks it too
-    if unasked:
-        would_fail = f"{would_fail}; {unasked}" if would_fail else unasked
+    unasked = [note for note in (unasked, check_base_here(first.plan, base, kind, engine is not None)) if note]
+    if unasked:  # a dry run checks the base too (walk12 C9)
+        would_fail = "; ".join([would_fail, *unasked] if would_fail else unasked)
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
     prepared.notes.extend(_mark_build(prepared.plan, spec, spec_path, context_dir, kind))

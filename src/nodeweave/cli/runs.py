@@ -128,7 +128,7 @@ def show_command(
         compile_metric(metric)
     entry = find_run(_parent(runs_dir, spec_path), run, _job(spec_path))
     if entry.kind == "sweep":
-        _compare([entry], metric or entry.data.get("metric"), False, None, output)
+        _compare([entry], *sweep_ranking([entry], metric, False), None, output)
         return
     data = entry.data
     nodes = [{"node": n.get("node"), "exit_code": n.get("exit_code"), "seconds": _span(n),
@@ -196,15 +196,27 @@ def compare_command(
     if len(ids) < 2:
         raise UsageError(f"{' '.join(runs)} is one run ({ids[0] if ids else 'none'}): compare needs two or more runs "
                          f"or a sweep; `nodeweave runs show {runs[0]}` shows one")
-    sweep_metric = next((e.data.get("metric") for e in entries if e.kind == "sweep" and e.data.get("metric")), None)
-    metric = metric or sweep_metric
+    given_order = lower_is_better
+    metric, lower_is_better = sweep_ranking(entries, metric, lower_is_better)
     if chart is not None and not metric:
         raise UsageError("--chart draws the metric: give --metric REGEX too")
-    if lower_is_better and not metric:  # as `run` refuses it; a sweep's own metric ranks its points
+    if given_order and not metric:  # as `run` refuses it; a sweep's own metric ranks its points
         raise UsageError("--lower-is-better does nothing without --metric (it is which way --metric's values rank "
                          "the runs; a sweep compared brings its own): give --metric REGEX too, or leave "
                          "--lower-is-better out")
     _compare(entries, metric, lower_is_better, chart, output)
+
+
+def sweep_ranking(entries, metric, lower_is_better: bool):
+    """(metric, lower_is_better) for ``entries``: as given, else the first sweep's own, as its sweep.json keeps
+    them from its start (walk12 C10: a detached sweep's `runs show` said "no --metric" while its first point ran,
+    and its --lower-is-better was never kept)."""
+    if metric:
+        return metric, lower_is_better
+    own = next((e.data for e in entries if e.kind == "sweep" and e.data.get("metric")), None)
+    if own is None:
+        return None, lower_is_better
+    return own["metric"], lower_is_better or own.get("lower_is_better") is True
 
 
 def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None:

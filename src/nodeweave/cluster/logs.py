@@ -65,13 +65,19 @@ def log_window(tail: Optional[int], since: Optional[str]) -> Tuple[str, ...]:
     """``--tail N`` and ``--since DURATION`` as podman, docker and kubectl all spell them; a duration of another
     shape is refused here (exit 2), not by the tool on every node."""
     if since is not None:
-        from nodeweave.quantities import DURATION_WORDS, seconds
+        import math
 
-        if seconds(since) is None:
+        from nodeweave.quantities import SINCE_WORDS, seconds, since_seconds
+
+        back = since_seconds(since)
+        if back is None:
             from nodeweave.errors import UsageError
 
-            raise UsageError(f"--since {since!r} is not accepted: {DURATION_WORDS}")
-        if not since.strip()[-1:].isalpha():  # plain seconds (walk9 A12), as the engines and kubectl take them
+            future = " (a time still to come)" if seconds(since) is None and since_seconds(since, now=1e12) else ""
+            raise UsageError(f"--since {since!r} is not accepted{future}: {SINCE_WORDS}")
+        if seconds(since) is None:  # a time (walk12 C2): the span back to it, which every engine and kubectl take
+            since = f"{max(1, math.ceil(back))}s"
+        elif not since.strip()[-1:].isalpha():  # plain seconds (walk9 A12), as the engines and kubectl take them
             since = f"{seconds(since):g}s"
     return (*(("--tail", str(tail)) if tail is not None else ()), *(("--since", since) if since else ()))
 

@@ -77,7 +77,8 @@ def unreached_line(backend: Backend, unreached: "list[tuple[str, str]]") -> str:
     """status's line for hosts ssh never reached: `up` cannot help there, the names, the network or the keys can."""
     from nodeweave.failures import unreached_hosts_line
 
-    return f"{backend.spec.name} cannot be asked on {backend.where}: {unreached_hosts_line(unreached)}"
+    return (f"{backend.spec.name} cannot be asked on {backend.where}: "
+            f"{unreached_hosts_line(unreached, backend.remote.ssh_options)}")
 
 
 def require_up(backend: Backend, nodes: List[Node], verb: str) -> None:

@@ -90,7 +90,14 @@ class RunSession:
         from nodeweave.cluster.stop import mark_runner
 
         mark_runner(self.sweep_folder.path)  # what `nodeweave stop` finds a sweep going by (walk10 C22)
+        # what was asked, from the start: `runs show`/`compare` of a sweep still walking its points (a --detach one)
+        # rank them by its own --metric and --lower-is-better (walk12 C10: they asked for a --metric it was given)
+        self.sweep_folder.write_json("sweep.json", self._asked())
         self.on_folder(self.sweep_folder.path)
+
+    def _asked(self) -> dict:
+        """What the sweep was asked to rank its points by, as sweep.json keeps it."""
+        return {"metric": self.sweep.metric, "lower_is_better": bool(self.sweep.lower_is_better)}
 
     def _stop_asked(self) -> bool:
         """Whether `nodeweave stop` ended the sweep: its mark in the sweep's folder, read before each point."""
@@ -153,8 +160,8 @@ class RunSession:
 
     def _write_sweep(self, command: List[str]) -> None:
         stopped = {"stopped": self.stopped_by} if self.stopped_by is not None else {}
-        self.sweep_folder.write_json("sweep.json", {"metric": self.sweep.metric, "command": command,
-                                                    "points": self.rows, **stopped})
+        self.sweep_folder.write_json("sweep.json", {**self._asked(), "command": command, "points": self.rows,
+                                                    **stopped})
 
     def finish_sweep(self):
         """The sweep's table, printed and kept as sweep.txt; None when the plan had no sweep."""

@@ -62,18 +62,22 @@ class LiveTargets:
         self.progress.stop()
 
 
-def summary_table(results: "list[TargetResult]", source_digest: "str | None", title: str) -> Table:
+def summary_table(results: "list[TargetResult]", source_digest: "str | None", title: str,
+                  delete: bool = False) -> Table:
+    """One row per target: ``files`` counts the regular files whose data went there, and the links made or changed
+    beside them (``1 +1 link``), and with --delete a ``deleted`` column counts what it removed (walk12 C4)."""
     table = Table(title=title, title_justify="left")
     table.add_column("target", no_wrap=True, min_width=max((len(r.target.label) for r in results), default=6))
-    for column, justify in (("method", "left"), ("files", "right"),
+    for column, justify in (("method", "left"), ("files", "right"), *((("deleted", "right"),) if delete else ()),
                             ("bytes", "right"), ("seconds", "right"), ("digest", "left"),
                             ("status", "left")):
         table.add_column(column, justify=justify)
     for r in results:
         digest = r.check.digest[:12] if r.check and r.check.digest else "-"
         method = f"{r.method} {r.relay}" if r.relay and r.relay.startswith("from ") else r.method
-        table.add_row(r.target.label, method, f"{r.files:,}", human_bytes(r.bytes),
-                      f"{r.seconds:.1f}", digest,
+        files = f"{r.files:,}" + (f" +{r.links:,} link{'s' if r.links > 1 else ''}" if r.links else "")
+        table.add_row(r.target.label, method, files, *((f"{len(r.deleted):,}",) if delete else ()),
+                      human_bytes(r.bytes), f"{r.seconds:.1f}", digest,
                       styled((r.status, _STATUS_STYLE.get(r.status, "")),
                              f" ({r.attempts} tries)" if r.attempts > 1 else ""))
     return table
@@ -95,6 +99,30 @@ def check_table(results: "list[TargetResult]", source_digest: str, git_commit: "
                       str(stamp.get("synced_at") or "no stamp"), digest,
                       styled((r.status, _STATUS_STYLE.get(r.status, ""))))
     return table
+
+
+def deleted_text(results: "list[TargetResult]", limit: int = 10) -> "list[str]":
+    """What --delete removed, one line per set of targets that lost the same paths (rsync's ``deleting PATH``)."""
+    by_paths: "dict[tuple[str, ...], list[str]]" = {}
+    for r in results:
+        if r.ok and r.deleted:
+            by_paths.setdefault(tuple(r.deleted), []).append(r.target.label)
+    lines = []
+    for paths, labels in by_paths.items():
+        where = "every target" if len(labels) == len(results) > 1 else ", ".join(labels)
+        more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+        lines.append(f"deleted on {where}: {', '.join(paths[:limit])}{more}")
+    return lines
+
+
+def specials_line(fileset) -> "str | None":
+    """The one line naming what SRC holds that no sync sends (a fifo, a socket, a device), as rsync says "skipping
+    non-regular file"; None when it holds none (walk12 C4)."""
+    if not fileset.specials:
+        return None
+    shown = ", ".join(f"{rel} ({kind})" for rel, kind in fileset.specials[:5])
+    more = f" and {len(fileset.specials) - 5} more" if len(fileset.specials) > 5 else ""
+    return f"left out {len(fileset.specials)} file(s) that are not regular files: {shown}{more} (as rsync skips them)"
 
 
 def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
@@ -121,6 +149,9 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
         more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
         console.print(f"held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
                       f"{more} (--include-secrets sends them)", style="yellow")
+    special = specials_line(req.fileset)
+    if special:
+        console.print(special, style="yellow", markup=False, highlight=False, soft_wrap=True)
     with LiveTargets(list(req.targets), console) as live:
         results, digest = (run_check if req.options.check else run_sync)(req, live.update)
     cut = None if req.options.dry_run else _cut_off(results, req.options.check)
@@ -134,7 +165,10 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
         if req.options.dry_run:
             for line in changes_text(results):
                 console.print(line, markup=False, highlight=False)
-        console.print(summary_table(results, digest, _title(req)))
+        console.print(summary_table(results, digest, _title(req), req.options.delete))
+        if not req.options.dry_run:  # a dry run's changes_text names them already
+            for line in deleted_text(results):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
     for r in results:
         if r.relay and r.relay.startswith("direct:"):
             console.print(f"relay: {r.target.label} was sent the payload {r.relay}", style="yellow", highlight=False,
@@ -171,7 +205,8 @@ def _cut_off(results: "list[TargetResult]", check: bool = False) -> "Environment
                            "nothing synced to")
     if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
         return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
-                           "nothing checked on" if check else "nothing synced to")
+                           "nothing checked on" if check else "nothing synced to",
+                           getattr(getattr(failed[0].target, "options", None), "ssh_options", ()))
     return None
 
 
@@ -208,10 +243,12 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
         "source": {"path": str(fileset.root), "files": len(fileset.files), "bytes": fileset.total_bytes,
                    "digest": digest, "commit": git.commit, "branch": git.branch,
                    "held_back_secrets": fileset.held_back_secrets, "held_back_state": fileset.held_back_state,
-                   "held_back_checkpoints": fileset.held_back_checkpoints},
+                   "held_back_checkpoints": fileset.held_back_checkpoints,
+                   "left_out": [{"path": rel, "kind": kind} for rel, kind in fileset.specials]},
         "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
                      "relay": r.relay, "channel": r.channel,
-                     "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),
+                     "files": r.files, "links": r.links, "deleted": r.deleted, "bytes": r.bytes,
+                     "seconds": round(r.seconds, 3),
                      "attempts": r.attempts, "error": r.error, "changes": r.changes,
                      "digest": r.check.digest if r.check else None,
                      "mismatched": (r.check.mismatched or [])[:50] if r.check else [],

@@ -20,8 +20,10 @@ class TargetResult:
     target: Remote
     status: str = "pending"  # ok | failed | mismatch | dry-run
     method: str = "-"  # stream | tar | rsync | up-to-date | check | shared via ...
-    files: int = 0
+    files: int = 0  # the regular files whose data went there
     bytes: int = 0
+    links: int = 0  # the symlinks made or changed there (no file data, still a change: walk12 C4)
+    deleted: "list[str]" = field(default_factory=list)  # what --delete removed there (a folder ends with /)
     seconds: float = 0.0
     attempts: int = 0
     error: "str | None" = None

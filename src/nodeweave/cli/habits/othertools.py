@@ -47,6 +47,8 @@ OPTIONS: Dict[str, "tuple[str, str]"] = {
                   "down --volumes deletes volumes"),
     "--previous": ("--run", "an earlier run's logs (its id from `nodeweave runs ls`, or last), as kubectl logs "
                    "--previous"),
+    "--since-time": ("--since", "the containers' logs since a time (--since 2026-11-30T21:00:00Z, RFC 3339, as "
+                     "kubectl logs --since-time; a duration too, 5m)"),
     "--timestamps": ("--since", "the engine's log of a window of time (with --container); a run's log lines carry "
                      "no time, so the run folder's logs have no --timestamps"),
 }

@@ -378,4 +378,6 @@ class HostsCluster(Backend):
     @property
     def where(self) -> str:
         how = "bare hosts" if self.engine == "none" else f"{self.engine} compose on each host"
+        if not self.options.engine:  # docker by default: hosts that run podman need --engine podman (walk12 C11)
+            how += " unless --engine podman"
         return f"{len(self.hosts)} hosts over ssh ({how}, {self.dir})"

@@ -79,6 +79,31 @@ def _extras(root, wanted, dirs):
     return found
 
 
+def dest_why(root):
+    """Why ``root`` cannot be made or written here, as a person fixes it: the nearest folder that is there (itself,
+    or the parent that refused the mkdir), its owner and mode, and the user this runs as (walk12 C5: `sync data
+    /opt/data` said only "cannot create or write"; /opt is root's, the image's user uid 1000)."""
+    import pwd
+
+    def who(uid):
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            name = str(uid)
+        return "uid %d" % uid if name == str(uid) else "%s (uid %d)" % (name, uid)
+
+    here = root
+    while not os.path.exists(here) and os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+    try:
+        held = os.stat(here)
+    except OSError as err:
+        return "%s cannot be read (%s)" % (here, err.strerror)
+    kind = "a folder" if os.path.isdir(here) else "a file, not a folder,"
+    return "%s is %s of %s, mode %o, and the sync runs as %s" % (
+        here, kind, who(held.st_uid), held.st_mode & 0o7777, who(os.getuid()))
+
+
 def manifest(root, request, cache):
     """Step 1: make DEST, then say which of the source's paths differ here (``cache`` is kept current)."""
     import shutil
@@ -91,6 +116,8 @@ def manifest(root, request, cache):
     exists = os.path.isdir(root)
     answer = {"tools": [t for t in TOOLS if shutil.which(t)], "dest_absent": not exists,
               "dest_ok": (exists and os.access(root, os.W_OK)) or (dry and not exists)}
+    if not answer["dest_ok"]:
+        answer["dest_why"] = dest_why(root)
     sigs, dirs = request["sigs"], request["dirs"]
     held = dict.fromkeys(sigs)
     if exists and request.get("quick"):

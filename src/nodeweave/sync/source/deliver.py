@@ -76,8 +76,16 @@ def _open(req: SyncRequest, src: Source, job: Job, request: Request, channel) ->
     if not manifest.python:
         manifest = plain.with_listing(job.target, req.dest, src.fileset, manifest)
     if not manifest.dest_ok:
-        raise TransferError(f"cannot create or write {req.dest} there", transient=False)
+        raise TransferError(unwritable_dest(req.dest, manifest.dest_why), transient=False)
     job.manifest = manifest
+
+
+def unwritable_dest(dest: str, why: "str | None") -> str:
+    """The one line for a DEST the target cannot make or write: why (the agent's word: the folder there, its owner
+    and mode, the user the sync runs as; a target without python3 gives none) and what to give instead (walk12 C5)."""
+    return (f"cannot create or write {dest} there" + (f": {why}" if why else "") + "; give a DEST that user may "
+            "write: under /tmp, in the workspace, or on a volume of the spec (a folder of root's needs the image to "
+            "make it the user's)")
 
 
 def _signatures(src: Source, job: Job) -> "dict[str, str]":
@@ -197,7 +205,20 @@ def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress:
         job.result.method = job.method
         if job.error is not None:
             job.result.status, job.result.error = "failed", str(job.error)
+        elif job.diff is not None:
+            counted(job.result, job.diff, src.fileset)
     return jobs
+
+
+def counted(result: TargetResult, diff: Difference, fileset) -> None:
+    """Beside each method's own count of the regular files it sent (``files``), what every method changed on the
+    target by the one difference it worked from: the links it made or changed (a change, as rsync counts one), and
+    what --delete removed there, named (walk12 C4: a new link, and a --delete that removed one, were both "files 0"
+    with nothing named). A target written through another one (``shared via``) changed nothing itself."""
+    if result.method not in ("stream", "tar", "rsync"):
+        return
+    result.links = sum(1 for rel in diff.send if fileset.files.get(rel) == "l")
+    result.deleted = [*diff.delete, *(f"{rel}/" for rel in diff.rmdirs)]
 
 
 def _dry_run(src: Source, jobs: "list[Job]") -> None:

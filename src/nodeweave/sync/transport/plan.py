@@ -41,6 +41,7 @@ class Manifest:
     tools: "frozenset[str]" = frozenset()
     dest_ok: bool = False
     dest_absent: bool = False
+    dest_why: "str | None" = None  # the agent's word on why DEST cannot be made or written (owner, mode, user)
     quick: bool = False  # signatures are quick ones, not content digests
     have: "dict[str, str]" = field(default_factory=dict)  # path -> signature held (a ``find`` listing)
     missing_dirs: "frozenset[str]" = frozenset()

@@ -125,6 +125,7 @@ class Session:
             answer = json.loads(first)
             return Manifest(python=True, tools=frozenset(answer["tools"]) | {"python3"},
                             dest_ok=bool(answer["dest_ok"]), dest_absent=bool(answer["dest_absent"]),
+                            dest_why=answer.get("dest_why"),
                             quick=request.quick, differ=answer["differ"],
                             missing_dirs=frozenset(answer["missing_dirs"]),
                             extras=[(rel, bool(d)) for rel, d in answer.get("extras", [])],
