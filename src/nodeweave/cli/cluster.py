@@ -38,6 +38,9 @@ def up_command(
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the nodes (exit 5 when it names "
                                "a node or link; the nodes stay up): held ones (with --hold) where nodes hold, the "
                                "allocation's or the hosts on Slurm and bare hosts"),
+    force_recreate: bool = typer.Option(False, "--force-recreate", help="Recreate nodes that are already up as "
+                                        "this up would start them (local target; elsewhere up recreates every "
+                                        "node anyway): what sync and exec put outside the mounts is lost"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
@@ -51,7 +54,7 @@ def up_command(
 
     def judge_up_flags(backend) -> None:
         """up's own flags, exit 2 before the tools or the cluster are asked (the dry run judges them so too)."""
-        refuse_idle_up_flags(backend, hold, image, check, wait, up_mode(backend.spec))
+        refuse_idle_up_flags(backend, hold, image, check, wait, up_mode(backend.spec), force_recreate)
         if image is not None:  # judged once it is known to do something here (--image for slurm is idle first)
             check_image_reference(image, "--image")
         backend.judge_tree()
@@ -72,9 +75,11 @@ def up_command(
         from nodeweave.errors import EnvironmentProblem
 
         raise EnvironmentProblem(absent)
-    from nodeweave.cluster.onbackend import up_busy_line
+    from nodeweave.cluster.onbackend import recreate_note, unchanged_line, up_over
 
-    busy = up_busy_line(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
+    busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
+    live = live if backend.recreates_nodes else []
+    unchanged = bool(live) and not force_recreate and backend.up_unchanged(live, mode, image)
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
         from nodeweave.errors import EnvironmentProblem
@@ -106,6 +111,13 @@ def up_command(
               else []), *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
+    if unchanged:  # compose's habit: nodes already up as this up starts them are left running (walk12c C7)
+        from nodeweave.plan import CommandsPhase, FilesPhase
+
+        plan = replace(plan, phases=tuple(p for p in plan.phases if not isinstance(p, (FilesPhase, CommandsPhase))),
+                       notes=(*plan.notes, unchanged_line(backend, live)))
+    elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
+        plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
     for problem in (absent, busy):  # a dry run (the real up refused above)
         if problem:
             plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))

@@ -1,0 +1,64 @@
+"""walk12c's rows C7, C13, C12, C1, C18, C15, C14, C16 (issue 43, /work/wt/walk12c-report.md), each fixed as a
+class and walked here over the product's own table where one exists. Each test fails on the code before its fix. No
+container is started.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli
+from team_folder import make_job_folder
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    return make_job_folder(tmp_path, monkeypatch)
+
+
+# -- C7: up on nodes already up recreated them without a word ------------------------------------------------------
+
+def _nodes_up(monkeypatch, unchanged: bool):
+    import nodeweave.cli.habits.clusteropts as clusteropts
+    import nodeweave.cluster.onbackend as onbackend
+    from nodeweave.cluster.backends.local import LocalCluster
+
+    monkeypatch.setattr(clusteropts, "first_refusal", lambda backend: None)
+    monkeypatch.setattr(onbackend, "up_over", lambda backend: (None, backend.nodes(dry_run=True)))
+    monkeypatch.setattr(LocalCluster, "up_unchanged", lambda self, nodes, mode, image: unchanged)
+
+
+@pytest.mark.parametrize("flags", [[], ["--force-recreate"]])
+def test_up_on_nodes_up_as_it_would_start_them_leaves_them_or_says_what_is_lost(capsys, job_folder, monkeypatch,
+                                                                              flags):
+    """C7: a second `up --hold` on a cluster up with the same plan printed a first up's lines and recreated both
+    containers (`compose up -d --force-recreate`) without a word: what `sync` put outside the mounts was gone. Now
+    nodes up as this up would start them are left running (compose's habit), said, and --force-recreate recreates
+    them, saying what is lost."""
+    _nodes_up(monkeypatch, unchanged=True)
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run", *flags)
+    assert code == 0, err
+    if flags:
+        assert "--force-recreate" in out and "up recreates 2 node(s) up now" in out and "is lost" in out, out
+        assert "up -d --force-recreate" in out, out
+    else:
+        assert "is already up (2 node(s)), as this up would start it" in out, out
+        assert "nothing recreated" in out and "up -d" not in out and "job-token" not in out, out
+
+
+def test_up_that_recreates_nodes_up_says_what_they_lose(capsys, job_folder, monkeypatch):
+    """C7: where the plan changed (another mode, image or compose file), up still recreates the nodes, now with a
+    warning naming them and what a recreated node loses."""
+    _nodes_up(monkeypatch, unchanged=False)
+    code, out, err = run_cli(capsys, "up", "--run", "--dry-run")
+    assert code == 0, err
+    assert "warning: up recreates 2 node(s) up now" in out and "nodeweave sync" in out, out
+    assert "up -d --force-recreate" in out, out
+
+
+@pytest.mark.parametrize("argv", [["--target", "kubernetes"]])
+def test_force_recreate_is_refused_where_up_never_leaves_a_node(capsys, job_folder, argv):
+    """C7: --force-recreate asks what only the local target tells apart; elsewhere it does nothing: refused, exit 2."""
+    code, out, err = run_cli(capsys, "up", "--dry-run", "--force-recreate", *argv)
+    assert code == 2, (out, err)
+    assert "--force-recreate does nothing for target kubernetes" in err, err
