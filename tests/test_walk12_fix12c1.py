@@ -62,3 +62,42 @@ def test_force_recreate_is_refused_where_up_never_leaves_a_node(capsys, job_fold
     code, out, err = run_cli(capsys, "up", "--dry-run", "--force-recreate", *argv)
     assert code == 2, (out, err)
     assert "--force-recreate does nothing for target kubernetes" in err, err
+
+
+# -- C13: a refusal offered to remove the nodes, killing the run in progress without a word ------------------------
+
+RUN_LINE = "run 20261130T214222Z-proj is in progress on node-0, node-1 since 21:42:24 UTC"
+
+
+@pytest.mark.parametrize("member", ["moved", "gone", "unmarked"])
+def test_a_refusal_that_offers_removing_the_nodes_says_the_run_it_kills(tmp_path, member):
+    """C13: in a moved folder every verb said `... or remove them (podman rm -f proj-0 proj-1), then nodeweave up
+    here` while sweep point 2 ran there, not saying that it kills the run; read-only `logs` refused though the run
+    folders moved with the folder. Every refusal of foreign_owner that offers removing the job's objects (a moved
+    folder, a folder gone, objects with no mark) now names the run in progress first, and a moved folder's names
+    the verbs that read its runs/ here."""
+    from nodeweave.cluster.identity import FoundMark, JobMark, foreign_owner
+    from nodeweave.errors import EnvironmentProblem
+
+    here = tmp_path / "moved"
+    (here / "runs").mkdir(parents=True)
+    mine = JobMark.of(here, "proj")
+    if member == "moved":  # the record names the old folder as this one's
+        (here / ".nodeweave" / "proj").mkdir(parents=True)
+        old = JobMark.of(tmp_path / "old", "proj")
+        (here / ".nodeweave" / "proj" / "cluster.json").write_text(
+            '{"made": {"owner": "%s"}}' % old.owner)
+        found = {"proj-0": FoundMark(old.owner, old.folder, "proj")}
+    elif member == "gone":
+        found = {"proj-0": FoundMark("0" * 12, str(tmp_path / "elsewhere"), "proj")}
+    else:
+        found = {"proj-0": None}
+    asked = []
+    with pytest.raises(EnvironmentProblem) as raised:
+        foreign_owner(mine, found, "container", "`podman rm -f {names}`",
+                      busy=lambda: asked.append(1) or RUN_LINE)
+    said = str(raised.value)
+    assert asked and f"once it ended ({RUN_LINE}, and removing them kills it), remove" in said, said
+    assert said.index(RUN_LINE) < said.index("podman rm -f"), said
+    if member == "moved":
+        assert "`nodeweave logs --run last`" in said, said

@@ -116,7 +116,20 @@ def refuse_foreign(backend: Backend) -> None:
     """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
     from nodeweave.cluster.identity import foreign_owner
 
-    foreign_owner(backend.mark, backend.marks(), backend.marked_kind, backend.unmarked_removal)
+    foreign_owner(backend.mark, backend.marks(), backend.marked_kind, backend.unmarked_removal,
+                  busy=lambda: _run_there(backend))
+
+
+def _run_there(backend: Backend) -> Optional[str]:
+    """The run in progress on the job's nodes as :func:`busy_line` words it (``run ... is in progress on node-0,
+    node-1 since ...``); None: none, or the nodes cannot be asked."""
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        nodes = backend.nodes()
+        return "; ".join(runs_said(runs_in_progress(backend, nodes))) or None if nodes else None
+    except NodeweaveError:
+        return None
 
 
 def made(backend: Backend) -> dict:
@@ -191,11 +204,18 @@ def busy_line(backend: Backend, nodes: List[Node], verb: str, rows: Optional[Lis
     """Why ``verb`` must not act while a run is in progress on ``nodes`` (the run, where, since when, what would
     happen, and ``nodeweave stop``); None: no run is in progress there. The one rule for every verb that starts a
     run or recreates the nodes (``BUSY_CONSEQUENCE``): refused before anything starts or is written."""
-    import time
-
     busy = runs_in_progress(backend, nodes) if rows is None else runs_of(nodes, rows)
     if not busy:
         return None
+    said = runs_said(busy)
+    return (f"{'; '.join(said)}: {BUSY_CONSEQUENCE[verb]}; `nodeweave stop` ends it (`nodeweave logs -f` follows "
+            f"it, `nodeweave status` shows it), then `nodeweave {verb}` again")
+
+
+def runs_said(busy: "list[tuple[Node, dict]]") -> List[str]:
+    """``run <id> is in progress on node-0, node-1 since 13:50:46 UTC``, one per run of ``busy``."""
+    import time
+
     ids: Dict[str, list] = {}
     for node, run in busy:
         ids.setdefault(str(run.get("run_id") or "?"), []).append((node, run))
@@ -204,8 +224,7 @@ def busy_line(backend: Backend, nodes: List[Node], verb: str, rows: Optional[Lis
         started = min((run.get("started") or 0) for _, run in where)
         since = f" since {time.strftime('%H:%M:%S', time.gmtime(started))} UTC" if started else ""
         said.append(f"run {run_id} is in progress on {', '.join(n.name for n, _ in where)}{since}")
-    return (f"{'; '.join(said)}: {BUSY_CONSEQUENCE[verb]}; `nodeweave stop` ends it (`nodeweave logs -f` follows "
-            f"it, `nodeweave status` shows it), then `nodeweave {verb}` again")
+    return said
 
 
 def up_busy_line(backend: Backend) -> Optional[str]:
