@@ -101,3 +101,28 @@ def test_a_refusal_that_offers_removing_the_nodes_says_the_run_it_kills(tmp_path
     assert said.index(RUN_LINE) < said.index("podman rm -f"), said
     if member == "moved":
         assert "`nodeweave logs --run last`" in said, said
+
+
+# -- C14: status's exit-1 line named no next step -------------------------------------------------------------------
+
+def _row(node, up, platform=None, run=None):
+    return {"node": node, "up": up, "platform": platform, "error": None, "run": run, "plan_errors": [],
+            "plan_hash": "abc" if up else None}
+
+
+@pytest.mark.parametrize("rows, hint", [
+    ([_row("node-0", True), _row("node-1", False, "exited (137)")], "`nodeweave logs --container --node 1` shows its"),
+    ([_row("node-0", True, run={"run_id": "r"}), _row("node-1", False, "exited (137)")],
+     "`nodeweave stop` the run on the others"),
+    ([_row("node-0", True), _row("node-1", False, "exited (1)"), _row("node-2", False, "missing")],
+     "`nodeweave logs --container --node 1,2` shows their"),
+])
+def test_status_says_what_to_do_about_a_node_down(rows, hint):
+    """C14: `podman kill` of node-1 made `status` end with `nodeweave: error: down: node-1`, the only verb naming no
+    next step; now the line names the node with the platform's word, the log to read first (up recreates it and
+    loses it) and what starts it."""
+    from nodeweave.cluster.status import problems
+
+    said = "; ".join(problems(rows))
+    assert not said.startswith("down: "), said
+    assert "(exited (" in said and hint in said and "`nodeweave up" in said and "starts it" in said, said

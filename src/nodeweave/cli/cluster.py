@@ -275,7 +275,7 @@ def status_command(
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
-    problems = status_problems(rows)
+    problems = status_problems(rows, spec)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 

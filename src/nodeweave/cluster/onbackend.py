@@ -259,14 +259,16 @@ RECREATE_LOSS = ("what `nodeweave sync` put outside the mounts and what `nodewea
 
 
 def recreate_note(backend: Backend, live: List[Node], forced: bool) -> str:
-    """The plan's note where ``up`` recreates nodes that are up now: which, and what they lose."""
-
+    """The plan's note where ``up`` recreates nodes that are up now: which, why, and what they lose."""
     names = noted_ranges((n.remote.label, "") for n in live)
-    why = "--force-recreate" if forced else "the job's compose file, mode or image changed since they started" \
-        if backend.knows_unchanged else f"the {backend.target} target's up recreates every node"
+    if forced:
+        why = "--force-recreate"
+    elif backend.knows_unchanged:
+        why = "not every node is up as this up would start it: a node is down, or the compose file, mode or image changed"
+    else:
+        why = f"the {backend.target} target's up recreates every node"
     return (f"up recreates {len(live)} node(s) up now ({names}; {why}): {RECREATE_LOSS}"
-            + ("" if forced or not backend.knows_unchanged else
-               "; an up with nothing changed leaves them running"))
+            + ("" if forced or not backend.knows_unchanged else "; an up with nothing changed leaves them running"))
 
 
 def unchanged_line(backend: Backend, live: List[Node]) -> str:
