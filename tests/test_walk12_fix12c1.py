@@ -126,3 +126,31 @@ def test_status_says_what_to_do_about_a_node_down(rows, hint):
     said = "; ".join(problems(rows))
     assert not said.startswith("down: "), said
     assert "(exited (" in said and hint in said and "`nodeweave up" in said and "starts it" in said, said
+
+
+# -- C16: with nothing up, `logs` said "no logs to show" while runs/ held every run's node logs ---------------------
+
+@pytest.mark.parametrize("verb, command", [(verb, command) for verb, (command, _) in
+                                           __import__("nodeweave.cluster.onbackend", fromlist=["READ_HERE"])
+                                           .READ_HERE.items()])
+def test_a_verb_refused_with_nothing_up_names_the_runs_kept_here(job_folder, verb, command):
+    """C16: after `down`, `nodeweave logs --tail 1` said `... no logs to show; \\`nodeweave up\\` starts it` (exit 3)
+    though runs/ held the last run's node logs, which `up` would not show either; every verb whose answer runs/
+    still gives (onbackend.READ_HERE) now names it in the not-up line, where a run of the job is kept."""
+    from nodeweave.cluster.base import Node
+    from nodeweave.cluster.onbackend import down_line, no_nodes_line
+
+    class Spec:
+        name = "proj"
+        launcher = type("L", (), {"mode": "run"})
+
+    class Backend:
+        spec, where, spec_dir, renamed, dormant = Spec, "podman on this machine", job_folder, (), None
+
+    node = Node(0, type("R", (), {"name": "proj-0", "label": "podman:proj-0"})())
+    assert "runs/" not in down_line(Backend, [node], verb, {0: "missing"})  # no run kept: nothing to name
+    run = job_folder / "runs" / "20261130T214222Z-proj"
+    run.mkdir(parents=True)
+    (run / "node-0.log").write_text("done\n")
+    for said in (down_line(Backend, [node], verb, {0: "missing"}), no_nodes_line(Backend, verb)):
+        assert f"the last run ({run.name}) is kept in runs/: `nodeweave {command}`" in said, said

@@ -286,7 +286,9 @@ def status_command(
         unreached, every = _unreached(nodes, rows)
         if every:  # ssh reached no host: `up` cannot help, the names or the network can
             raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
-        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}; "
+        from nodeweave.cluster.onbackend import runs_kept
+
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}{runs_kept(backend, 'status')}; "
                                  f"{start_hint('status', spec)}"  # the words of every verb that needs the job up
                                  + (f"; and {unreached}" if unreached else ""))
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0

@@ -29,9 +29,32 @@ def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None
     if not down:
         return None
     named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
-    return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}; "
-            f"{start_hint(verb, backend.spec)}"
+    return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}{runs_kept(backend, verb)}"
+            f"; {start_hint(verb, backend.spec)}"
             + renamed_tail(backend))
+
+
+# Verbs whose answer the run folders beside the spec still give with no node up (walk12c C16: `logs` said "no logs to
+# show" and offered `up`, which shows none either, while runs/ held every run's node logs): {verb: (command, what)}.
+READ_HERE = {"logs": ("logs --run last", "its node logs"), "read logs of": ("logs --run last", "its node logs"),
+             "status": ("runs show last", "how it ended")}
+
+
+def runs_kept(backend: Backend, verb: str) -> str:
+    """``; but the last run (<id>) is kept in runs/: `nodeweave logs --run last` shows its node logs`` for a verb of
+    ``READ_HERE`` when runs/ beside the spec holds a run of the job; "" otherwise."""
+    if verb not in READ_HERE:
+        return ""
+    from nodeweave.cluster.runfolder import latest_run
+
+    try:
+        last = latest_run(backend.spec_dir / "runs", backend.spec.name)
+    except OSError:
+        return ""
+    if last is None:
+        return ""
+    command, what = READ_HERE[verb]
+    return f"; but the last run ({last.name}) is kept in runs/: `nodeweave {command}` shows {what}"
 
 
 def with_logs(backend: Backend, nodes: List[Node]) -> "tuple[List[Node], List[str]]":
@@ -96,7 +119,8 @@ def no_nodes_line(backend: Backend, verb: str) -> str:
     if backend.dormant is not None:
         what, how = backend.dormant
         return f"{backend.spec.name} {what} to {verb}; {how}"
-    return f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}; {start_hint(verb, backend.spec)}"
+    return (f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}{runs_kept(backend, verb)}; "
+            f"{start_hint(verb, backend.spec)}")
 
 
 def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]:
