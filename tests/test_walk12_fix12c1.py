@@ -154,3 +154,44 @@ def test_a_verb_refused_with_nothing_up_names_the_runs_kept_here(job_folder, ver
     (run / "node-0.log").write_text("done\n")
     for said in (down_line(Backend, [node], verb, {0: "missing"}), no_nodes_line(Backend, verb)):
         assert f"the last run ({run.name}) is kept in runs/: `nodeweave {command}`" in said, said
+
+
+# -- C15: Ctrl-C before a plan's first step exited 130 with no word -------------------------------------------------
+
+@pytest.mark.parametrize("module, verb", [("nodeweave.cli.cluster", ["down"]), ("nodeweave.cli.cluster", ["up"]),
+                                          ("nodeweave.cli.sync", ["sync", "data", "/tmp/data"]),
+                                          ("nodeweave.cli.execute", ["exec", "--", "true"]),
+                                          ("nodeweave.cli.cluster", ["stop"])])
+def test_ctrl_c_while_a_verb_plans_says_nothing_was_done(capsys, job_folder, monkeypatch, module, verb):
+    """C15: `nodeweave down` (and `sync`, `exec`) interrupted by Ctrl-C while it still planned printed nothing and
+    exited 130, the containers still up or DEST absent; `run` says what its Ctrl-C did. Now every verb whose plan
+    execute runs (cli.BEFORE_FIRST_STEP) says it stopped before its first step and what that leaves (nothing); once
+    a step began, the step says its own line, and this one is not added."""
+    import importlib
+
+    import nodeweave.cli as cli
+    from nodeweave.cluster import execute
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(module), "find_spec", interrupt)
+    monkeypatch.setattr(execute, "BEGUN", [])
+    assert verb[0] in cli.BEFORE_FIRST_STEP
+    code, out, err = run_cli(capsys, *verb)
+    assert code == 130, (out, err)
+    assert (f"nodeweave: interrupted: {verb[0]} stopped while it was still planning, before its first step: "
+            f"{cli.BEFORE_FIRST_STEP[verb[0]]}") in err, err
+    execute.BEGUN.append(verb[0])  # a step began: its own line is the one said
+    code, out, err = run_cli(capsys, *verb)
+    assert code == 130 and "still planning" not in err, (out, err)
+
+
+@pytest.mark.parametrize("verb", sorted(__import__("nodeweave.cli", fromlist=["BEFORE_FIRST_STEP"]).BEFORE_FIRST_STEP))
+def test_every_planned_verb_has_an_early_interrupt_line(verb):
+    """C15: the line for each verb of the table, and none for a verb whose plan execute does not run."""
+    from nodeweave.cli import interrupted_early
+
+    assert interrupted_early(verb.split(), False).startswith(f"interrupted: {verb} stopped while it was still planning")
+    assert interrupted_early(verb.split(), True) == ""
+    assert interrupted_early(["logs"], False) == ""
