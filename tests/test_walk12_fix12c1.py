@@ -195,3 +195,63 @@ def test_every_planned_verb_has_an_early_interrupt_line(verb):
     assert interrupted_early(verb.split(), False).startswith(f"interrupted: {verb} stopped while it was still planning")
     assert interrupted_early(verb.split(), True) == ""
     assert interrupted_early(["logs"], False) == ""
+
+
+# -- C1, C18: a clean run's last line was torchrun's exit-barrier trace ----------------------------------------------
+
+class _Watch:
+    """A heartbeat stand-in that records the entrypoint's own lines (``log``) and how the launcher ended."""
+
+    def __init__(self):
+        self.logged = []
+
+    def log(self, line):
+        self.logged.append(line)
+
+    def launch_with(self, stop):
+        pass
+
+    def say_launcher_failed(self, how):
+        pass
+
+    def finish(self, code, how, tail, **rest):
+        return None
+
+
+def _supervised(script):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import json, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_walk12_fix12c1 import _Watch\n"
+        "from nodeweave.entrypoint.running.supervise import run_supervised\n"
+        "watch = _Watch()\n"
+        "rc = run_supervised('/bin/sh', ['sh', '-c', %r], {'PATH': '/bin:/usr/bin'}, watch=watch)\n"
+        "print('RESULT ' + json.dumps([rc, watch.logged]), file=sys.stderr)\n"
+    ) % (str(Path(__file__).parent), script)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=150)
+    return json.loads(out.stderr.split("RESULT ", 1)[1])
+
+
+@pytest.mark.parametrize("index", range(len(__import__("nodeweave.entrypoint.running.symptoms", fromlist=["x"])
+                                            .CLEAN_END_NOISE)))
+@pytest.mark.parametrize("exit_code", [0, 1])
+def test_a_launchers_teardown_noise_after_a_clean_end_is_said_for_what_it_is(index, exit_code):
+    """C1, C18: 1 clean run in 4 (exit 0 on both nodes) ended node-1's log with torchrun's `Error waiting on exit
+    barrier` C++ trace and `DistNetworkError: Failed to recv, got 0 bytes`, which `runs show` gave as its last line
+    beside exit 0. Each known teardown message (symptoms.CLEAN_END_NOISE) after a launcher that exited 0 is now
+    followed by the entrypoint's line saying what it is, the log's last line; after a failure nothing is added."""
+    from nodeweave.entrypoint.running.symptoms import CLEAN_END_NOISE
+
+    pattern, what = CLEAN_END_NOISE[index]
+    script = (f"echo '[rank 1/2 node 1] done: ok'; echo 'E1130 api.py:1008] {pattern.pattern}. Elapsed: 0.13' >&2; "
+              f"echo 'torch.distributed.DistNetworkError: Failed to recv, got 0 bytes.' >&2; exit {exit_code}")
+    rc, logged = _supervised(script)
+    assert rc == exit_code
+    assert logged == ([what] if exit_code == 0 else []), logged
+    if exit_code == 0:
+        assert "harmless" in what and "exited 0" in what
