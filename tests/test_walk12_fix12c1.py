@@ -255,3 +255,53 @@ def test_a_launchers_teardown_noise_after_a_clean_end_is_said_for_what_it_is(ind
     assert logged == ([what] if exit_code == 0 else []), logged
     if exit_code == 0:
         assert "harmless" in what and "exited 0" in what
+
+
+# -- C12: the published metrics port moved with every up, and nothing said where ------------------------------------
+
+@pytest.mark.parametrize("extra, published", [("", "127.0.0.1::9464"),
+                                              ("metrics:\n  host_port: 19464\n", "127.0.0.1:19464:9464")])
+def test_the_local_nodes_metrics_port_can_be_pinned(job_folder, extra, published):
+    """C12: a Prometheus static_configs target (`podman port proj-0 9464`) broke at the next up, which published
+    node 0's /metrics on another engine-picked port; metrics.host_port now fixes it (compose/local.yaml)."""
+    from nodeweave.spec import load_spec
+    from nodeweave.targets.compose.local import metrics_port
+    from nodeweave.resolve import resolve
+
+    spec_file = job_folder / "nodeweave.yaml"
+    spec_file.write_text(spec_file.read_text() + extra)
+    spec = load_spec(spec_file)
+    assert metrics_port(resolve(spec, spec.image.variant)) == [published]
+
+
+def test_a_pinned_metrics_port_with_metrics_off_is_refused(capsys, job_folder):
+    """C12: metrics.host_port with metrics.enabled false would publish nothing: refused naming the field."""
+    spec_file = job_folder / "nodeweave.yaml"
+    spec_file.write_text(spec_file.read_text() + "metrics:\n  enabled: false\n  host_port: 19464\n")
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 2 and "metrics.host_port: 19464 does nothing with metrics.enabled false" in err, (out, err)
+
+
+@pytest.mark.parametrize("answer, url", [("127.0.0.1:36291\n", "http://127.0.0.1:36291/metrics"),
+                                         ("0.0.0.0:36291\n", "http://127.0.0.1:36291/metrics"), ("", None)])
+def test_up_and_status_say_where_node_0s_metrics_is_published(capsys, job_folder, monkeypatch, answer, url):
+    """C12: nothing in up's output (nor status') said the new published port; both now print `metrics: URL`, read
+    from `<engine> port <job>-0 <metrics.port>`."""
+    import subprocess
+
+    from nodeweave.cli.cluster import _say_metrics
+    from nodeweave.cli.habits.clusteropts import console
+    from nodeweave.cluster.backends.local import LocalCluster
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(job_folder / "nodeweave.yaml")
+    backend = LocalCluster(spec, job_folder / "nodeweave.yaml", ClusterOptions(engine="podman"))
+    asked = []
+    monkeypatch.setattr(subprocess, "run", lambda argv, **k: asked.append(argv) or subprocess.CompletedProcess(
+        argv, 0 if answer else 125, answer, ""))
+    assert backend.metrics_url() == url
+    assert asked[-1][1:] == ["port", f"{spec.name}-0", str(spec.metrics.port)]
+    _say_metrics(backend, console(stderr=True))
+    err = capsys.readouterr().err
+    assert (f"metrics: {url} (node 0's, on a port the engine picked" in err) if url else err == "", err

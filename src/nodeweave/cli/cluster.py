@@ -134,6 +134,18 @@ def up_command(
     finally:  # the nodes the wait saw up, as data, even when the check after it named one
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
+    _say_metrics(backend, out)
+
+
+def _say_metrics(backend, out) -> None:
+    """Where node 0's /metrics is published on this machine (walk12c C12: the engine picks a new host port at
+    every up that recreates node 0, and nothing said which): ``up`` and ``status`` print it on stderr."""
+    url = backend.metrics_url()
+    if url:
+        why = "" if backend.spec.metrics.host_port else (
+            " (node 0's, on a port the engine picked at up: a static scrape config wants metrics.host_port in the "
+            "spec; `nodeweave top` finds it by itself)")
+        out.print(f"metrics: {url}{why}", highlight=False, markup=False)
 
 
 def _refuse_unreached_down(backend, spec_path: Path) -> None:
@@ -275,6 +287,8 @@ def status_command(
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
+    if answering:
+        _say_metrics(backend, console(stderr=True))
     problems = status_problems(rows, spec)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem

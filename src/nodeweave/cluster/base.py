@@ -397,6 +397,12 @@ class Backend(abc.ABC):
         a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""
         return False
 
+    def metrics_url(self) -> Optional[str]:
+        """Where this machine reaches node 0's ``/metrics`` as the platform published it (the local target's
+        engine-picked port), which ``up`` and ``status`` print (walk12c C12); None where nothing is published
+        here (a pod's port is reached by port-forward or a PodMonitor) or it cannot be asked."""
+        return None
+
     def up_unchanged(self, nodes: List[Node], mode: str, image: Optional[str]) -> bool:
         """Whether every one of ``nodes`` (those up now) runs as this ``up`` would start it: the same compose file,
         mode and image (``knows_unchanged``); False where the platform cannot say."""

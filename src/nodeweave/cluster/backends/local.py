@@ -316,6 +316,23 @@ class LocalCluster(Backend):
 
         return check_folders(self.spec, self.spec_dir, self.engine)
 
+    def metrics_url(self) -> Optional[str]:
+        """``<engine> port <job>-0 <metrics.port>``: the host port the engine picked for node 0's ``/metrics``
+        (compose's ``127.0.0.1::PORT``: one fixed port would stop a second job of this machine from starting)."""
+        if not self.spec.metrics.enabled:
+            return None
+        try:
+            out = subprocess.run([self.engine, "port", f"{self.spec.name}-0", str(self.spec.metrics.port)],
+                                 capture_output=True, text=True, timeout=INSPECT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        published = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+        host, _, port = published.rpartition(":")
+        if not port.isdigit():
+            return None
+        host = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        return f"http://{host}:{port}/metrics"
+
     def up_unchanged(self, nodes: List[Node], mode: str, image: Optional[str]) -> bool:
         """Every node's container running from the compose file ``up`` would write (the file unchanged, so the
         same labels, mounts, ports and token), in ``mode``, from the image ``up`` picks as the engine has it now
