@@ -47,8 +47,9 @@ def runs_kept(backend: Backend, verb: str) -> str:
         return ""
     from nodeweave.cluster.runfolder import latest_run
 
+    folder = getattr(backend, "spec_dir", None)  # a backend with no folder of its own here has no runs/ either
     try:
-        last = latest_run(backend.spec_dir / "runs", backend.spec.name)
+        last = latest_run(folder / "runs", backend.spec.name) if folder is not None else None
     except OSError:
         return ""
     if last is None:
