@@ -20,7 +20,7 @@ import typer
 from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
-from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError, UsageError
+from nodeweave.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, NodeweaveError, UsageError
 from nodeweave.usertext import shell_shown, visible
 
 # Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
@@ -436,6 +436,9 @@ def main(argv: "list[str] | None" = None) -> int:
     except (KeyboardInterrupt, OSError) as err:  # a closed pipe, a full disk, Ctrl-C before a verb's own handler
         from nodeweave.entrypoint.errors import ended_by  # one rule for both programs (imported only here)
 
+        if isinstance(err, KeyboardInterrupt):  # before the plan's first step: said, as a step's is (walk12c C15)
+            _interrupted_early()
+
         return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
         if sys.stderr is not stderr:
@@ -502,6 +505,39 @@ def completion_instruction(value: str) -> "str | None":
     return None
 
 
+# The verb this call runs (its first two words, `image build`), for the line a Ctrl-C before its plan says.
+CALLED: "list[str]" = []
+# The verbs whose plan nodeweave.cluster.execute runs, and what a Ctrl-C before the plan's first step left undone:
+# nothing, as yet (walk12c C15: `down`, `sync` and `exec` interrupted while they planned exited 130 with no word, the
+# nodes as they were). Once a step began, it says its own line (execute.interrupted_line, or the verb's own).
+BEFORE_FIRST_STEP = {"up": "nothing was started", "down": "nothing was taken down", "sync": "nothing was sent",
+                     "exec": "no command was started on any node", "run": "no run was started",
+                     "check": "no check was started", "stop": "nothing was stopped", "shell": "no shell was opened",
+                     "render": "no file was written", "image build": "nothing was built"}
+
+
+def interrupted_early(called: "list[str]", begun: bool) -> str:
+    """The line for a Ctrl-C that ended the verb ``called`` (its first words) before its plan's first step ("" where
+    a step began, ``begun``: that step said its own; or for a verb whose plan is not run by execute)."""
+    verb = " ".join(called[:2]) if called[:1] == ["image"] else " ".join(called[:1])
+    if begun or verb not in BEFORE_FIRST_STEP:
+        return ""
+    return (f"interrupted: {verb} stopped while it was still planning, before its first step: "
+            f"{BEFORE_FIRST_STEP[verb]}; `nodeweave {verb}` again starts it over")
+
+
+def _interrupted_early() -> None:
+    """Say :func:`interrupted_early`'s line. Nothing is imported here: the Ctrl-C may have landed inside an import
+    (a module half made), so the plan module is only looked at when it is loaded (not loaded: no step began)."""
+    running = sys.modules.get("nodeweave.cluster.execute")
+    try:
+        line = interrupted_early(CALLED, bool(getattr(running, "BEGUN", None)))
+        if line:
+            print(f"nodeweave: {line}", file=sys.stderr, flush=True)
+    except (KeyboardInterrupt, OSError, ValueError):  # a second Ctrl-C, or stderr gone: the exit code says it
+        pass
+
+
 def _main(argv: "list[str]") -> int:
     if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: click's own mechanism, typer's shells
         instruction = completion_instruction(os.environ[COMPLETE_VAR])
@@ -530,6 +566,7 @@ def _main(argv: "list[str]") -> int:
         _error(refusal)
         return refusal.exit_code
     argv = moved
+    CALLED[:] = [word for word in argv[:2]]
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade
 
@@ -578,6 +615,8 @@ def _main(argv: "list[str]") -> int:
         if line[0]:
             typer.echo(shell_shown(visible(line[0])), err=True)
         return line[1]
+    if result == EXIT_INTERRUPTED:  # typer turns a Ctrl-C into exit 130, returned: said before a plan's first step
+        _interrupted_early()
     return result if isinstance(result, int) else 0
 
 

@@ -38,6 +38,9 @@ def up_command(
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the nodes (exit 5 when it names "
                                "a node or link; the nodes stay up): held ones (with --hold) where nodes hold, the "
                                "allocation's or the hosts on Slurm and bare hosts"),
+    force_recreate: bool = typer.Option(False, "--force-recreate", help="Recreate nodes that are already up as "
+                                        "this up would start them (local target; elsewhere up recreates every "
+                                        "node anyway): what sync and exec put outside the mounts is lost"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
@@ -51,7 +54,7 @@ def up_command(
 
     def judge_up_flags(backend) -> None:
         """up's own flags, exit 2 before the tools or the cluster are asked (the dry run judges them so too)."""
-        refuse_idle_up_flags(backend, hold, image, check, wait, up_mode(backend.spec))
+        refuse_idle_up_flags(backend, hold, image, check, wait, up_mode(backend.spec), force_recreate)
         if image is not None:  # judged once it is known to do something here (--image for slurm is idle first)
             check_image_reference(image, "--image")
         backend.judge_tree()
@@ -72,9 +75,11 @@ def up_command(
         from nodeweave.errors import EnvironmentProblem
 
         raise EnvironmentProblem(absent)
-    from nodeweave.cluster.onbackend import up_busy_line
+    from nodeweave.cluster.onbackend import recreate_note, unchanged_line, up_over
 
-    busy = up_busy_line(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
+    busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
+    live = live if backend.recreates_nodes else []
+    unchanged = bool(live) and not force_recreate and backend.up_unchanged(live, mode, image)
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
         from nodeweave.errors import EnvironmentProblem
@@ -106,6 +111,13 @@ def up_command(
               else []), *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
+    if unchanged:  # compose's habit: nodes already up as this up starts them are left running (walk12c C7)
+        from nodeweave.plan import CommandsPhase, FilesPhase
+
+        plan = replace(plan, phases=tuple(p for p in plan.phases if not isinstance(p, (FilesPhase, CommandsPhase))),
+                       notes=(*plan.notes, unchanged_line(backend, live)))
+    elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
+        plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
     for problem in (absent, busy):  # a dry run (the real up refused above)
         if problem:
             plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))
@@ -122,6 +134,18 @@ def up_command(
     finally:  # the nodes the wait saw up, as data, even when the check after it named one
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
+    _say_metrics(backend, out)
+
+
+def _say_metrics(backend, out) -> None:
+    """Where node 0's /metrics is published on this machine (walk12c C12: the engine picks a new host port at
+    every up that recreates node 0, and nothing said which): ``up`` and ``status`` print it on stderr."""
+    url = backend.metrics_url()
+    if url:
+        why = "" if backend.spec.metrics.host_port else (
+            " (node 0's, on a port the engine picked at up: a static scrape config wants metrics.host_port in the "
+            "spec; `nodeweave top` finds it by itself)")
+        out.print(f"metrics: {url}{why}", highlight=False, markup=False)
 
 
 def _refuse_unreached_down(backend, spec_path: Path) -> None:
@@ -266,7 +290,9 @@ def status_command(
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
-    problems = status_problems(rows)
+    if answering:
+        _say_metrics(backend, console(stderr=True))
+    problems = status_problems(rows, spec)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
@@ -277,7 +303,9 @@ def status_command(
         unreached, every = _unreached(nodes, rows)
         if every:  # ssh reached no host: `up` cannot help, the names or the network can
             raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
-        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}; "
+        from nodeweave.cluster.onbackend import runs_kept
+
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}{runs_kept(backend, 'status')}; "
                                  f"{start_hint('status', spec, backend.holds)}"  # the words of every verb that needs the job up
                                  + (f"; and {unreached}" if unreached else ""))
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0

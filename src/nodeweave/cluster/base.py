@@ -212,6 +212,11 @@ class Backend(abc.ABC):
     # planned, and a dry run says its verdict on whether the nodes are up could not be found (walk6 W5: at 2112
     # containers the engine's inspect ran past its limit and the "would end with exit 3" line was silently lost).
     unanswered: Optional[str] = None
+    # Whether ``up`` recreates every node container that is up (compose's ``up --force-recreate``), so what sync
+    # and exec put on them is lost (walk12c C7): ``up`` then names them, and ``knows_unchanged`` says whether this
+    # target can tell nodes already up as ``up`` would start them (``up_unchanged``), which it then leaves running.
+    recreates_nodes = False
+    knows_unchanged = False
 
     def __init__(self, spec: Spec, spec_path: Path, options: ClusterOptions):
         from nodeweave.cluster.identity import JobMark
@@ -390,6 +395,17 @@ class Backend(abc.ABC):
     def recorded_nothing(self) -> bool:
         """Whether this folder's record alone says the job is not up (a Slurm job with no allocation recorded):
         a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""
+        return False
+
+    def metrics_url(self) -> Optional[str]:
+        """Where this machine reaches node 0's ``/metrics`` as the platform published it (the local target's
+        engine-picked port), which ``up`` and ``status`` print (walk12c C12); None where nothing is published
+        here (a pod's port is reached by port-forward or a PodMonitor) or it cannot be asked."""
+        return None
+
+    def up_unchanged(self, nodes: List[Node], mode: str, image: Optional[str]) -> bool:
+        """Whether every one of ``nodes`` (those up now) runs as this ``up`` would start it: the same compose file,
+        mode and image (``knows_unchanged``); False where the platform cannot say."""
         return False
 
     def nothing_up_line(self) -> Optional[str]:

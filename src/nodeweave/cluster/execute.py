@@ -142,6 +142,7 @@ def execute(plan: Plan, job: Execution) -> Execution:
         job.say(line)
     known: Dict[str, str] = {}
     for number, phase in enumerate(plan.phases, 1):
+        BEGUN.append(plan.verb)  # from here a Ctrl-C is said by the phase (interrupted_line), not as an early one
         try:
             made = phase.bound(known).run(job)
         except KeyboardInterrupt:
@@ -167,6 +168,11 @@ AFTER_INTERRUPT = {
           "`nodeweave up` again starts the rest",
     "down": "some of the job may still be up; `nodeweave status` shows it, `nodeweave down` again takes the rest down",
 }
+
+
+# The plans of this process whose first phase began: from then on a Ctrl-C is said by that phase
+# (interrupted_line); before it, by the command line's ``interrupted_early`` (walk12c C15).
+BEGUN: List[str] = []
 
 
 def interrupted_line(plan: Plan, phase, number: int) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 from nodeweave.errors import EnvironmentProblem
 from nodeweave.usertext import as_bytes, shell_shown
@@ -100,11 +100,12 @@ def mark_of(found: Optional[Mapping[str, str]], kube: bool = False) -> Optional[
 
 
 def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what: str,
-                  unmarked_removal: str = "") -> None:
+                  unmarked_removal: str = "", busy: Callable[[], Optional[str]] = lambda: None) -> None:
     """Refuse (exit 3) when an object in ``found`` (its name: its mark, None for no mark) is another folder's,
     naming that folder; ``what`` says what the objects are ("container", "StatefulSet"). With
     ``unmarked_removal`` (the command that removes them by hand, ``{names}`` standing for theirs), an object with
-    no mark is refused too: nothing says this folder started it."""
+    no mark is refused too: nothing says this folder started it. ``busy``: the run in progress on them, asked
+    only where the refusal offers to remove them, which would kill it (walk12c C13): said before that remedy."""
     unmarked = sorted(name for name, mark in found.items() if mark is None)
     if unmarked and unmarked_removal:
         others = f" (and {len(unmarked) - 1} more)" if len(unmarked) > 1 else ""
@@ -112,7 +113,7 @@ def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what:
             f"{what} {unmarked[0]}{others} carries no nodeweave mark, so this folder's `nodeweave up` did not start "
             f"it (a plain compose of compose/local.yaml, here or in another clone, or an older nodeweave did) and "
             f"it is not this folder's job {mine.job} ({mine.folder}) to act on: nodeweave acts only on what this "
-            f"folder's `up` made; remove it by hand where it was started "
+            f"folder's `up` made; {_killed_by_removal(busy)}remove it by hand where it was started "
             f"({unmarked_removal.format(names=' '.join(unmarked))}), then `nodeweave up` here")
     theirs = {name: mark for name, mark in found.items() if mark is not None and mark.owner != mine.owner}
     if not theirs:
@@ -130,8 +131,22 @@ def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what:
                  f"{mark.folder}): `mv` it back there and run the verb there" if _recorded_owner(mine) == mark.owner
                  else f"{mark.folder} no longer exists (moved, renamed or removed): `mv` its folder back there and run "
                  "the verb there")
-        raise EnvironmentProblem(f"{said}{moved}, or remove them ({by_hand}), then `nodeweave up` here")
+        raise EnvironmentProblem(f"{said}{moved}{_runs_here(mine)}, or {_killed_by_removal(busy)}remove them "
+                                 f"({by_hand}), then `nodeweave up` here")
     raise EnvironmentProblem(f"{said}run the verb in {mark.folder}, or give this job another `name:` in its spec")
+
+
+def _killed_by_removal(busy: Callable[[], Optional[str]]) -> str:
+    """Before a remedy that removes the job's objects by hand: the run in progress there that it would kill."""
+    run = busy()
+    return f"once it ended ({run}, and removing them kills it), " if run else ""
+
+
+def _runs_here(mine: JobMark) -> str:
+    """A moved folder took its run folders along: the verbs that read only them work here (walk12c C13)."""
+    runs = Path(mine.folder) / "runs"
+    return (" (its run folders moved with it: `nodeweave runs ls` and `nodeweave logs --run last` read them here)"
+            if runs.is_dir() else "")
 
 
 def _recorded_owner(mine: JobMark) -> Optional[str]:

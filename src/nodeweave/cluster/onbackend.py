@@ -29,9 +29,33 @@ def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None
     if not down:
         return None
     named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
-    return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}; "
-            f"{start_hint(verb, backend.spec, backend.holds)}"
+    return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}{runs_kept(backend, verb)}"
+            f"; {start_hint(verb, backend.spec, backend.holds)}"
             + renamed_tail(backend))
+
+
+# Verbs whose answer the run folders beside the spec still give with no node up (walk12c C16: `logs` said "no logs to
+# show" and offered `up`, which shows none either, while runs/ held every run's node logs): {verb: (command, what)}.
+READ_HERE = {"logs": ("logs --run last", "its node logs"), "read logs of": ("logs --run last", "its node logs"),
+             "status": ("runs show last", "how it ended")}
+
+
+def runs_kept(backend: Backend, verb: str) -> str:
+    """``; but the last run (<id>) is kept in runs/: `nodeweave logs --run last` shows its node logs`` for a verb of
+    ``READ_HERE`` when runs/ beside the spec holds a run of the job; "" otherwise."""
+    if verb not in READ_HERE:
+        return ""
+    from nodeweave.cluster.runfolder import latest_run
+
+    folder = getattr(backend, "spec_dir", None)  # a backend with no folder of its own here has no runs/ either
+    try:
+        last = latest_run(folder / "runs", backend.spec.name) if folder is not None else None
+    except OSError:
+        return ""
+    if last is None:
+        return ""
+    command, what = READ_HERE[verb]
+    return f"; but the last run ({last.name}) is kept in runs/: `nodeweave {command}` shows {what}"
 
 
 def with_logs(backend: Backend, nodes: List[Node]) -> "tuple[List[Node], List[str]]":
@@ -97,7 +121,7 @@ def no_nodes_line(backend: Backend, verb: str) -> str:
     if backend.dormant is not None:
         what, how = backend.dormant
         return f"{backend.spec.name} {what} to {verb}; {how}"
-    return (f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}; "
+    return (f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}{runs_kept(backend, verb)}; "
             f"{start_hint(verb, backend.spec, backend.holds)}")
 
 
@@ -118,7 +142,20 @@ def refuse_foreign(backend: Backend) -> None:
     """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
     from nodeweave.cluster.identity import foreign_owner
 
-    foreign_owner(backend.mark, backend.marks(), backend.marked_kind, backend.unmarked_removal)
+    foreign_owner(backend.mark, backend.marks(), backend.marked_kind, backend.unmarked_removal,
+                  busy=lambda: _run_there(backend))
+
+
+def _run_there(backend: Backend) -> Optional[str]:
+    """The run in progress on the job's nodes as :func:`busy_line` words it (``run ... is in progress on node-0,
+    node-1 since ...``); None: none, or the nodes cannot be asked."""
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        nodes = backend.nodes()
+        return "; ".join(runs_said(runs_in_progress(backend, nodes))) or None if nodes else None
+    except NodeweaveError:
+        return None
 
 
 def made(backend: Backend) -> dict:
@@ -136,7 +173,7 @@ def leftover_steps(nodes: List[Node]) -> list:
 
 
 def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional[str], check: bool,
-                         wait: bool, mode: str) -> None:
+                         wait: bool, mode: str, force_recreate: bool = False) -> None:
     """``up``'s own flags that would do nothing on this target, refused (exit 2) by one rule over the target's data:
     --hold/--run where ``up`` starts the nodes in no mode (``holds``: a Slurm allocation, bare hosts), --image where
     the image is not ``up``'s to pick (``fixed_image``). --check checks the nodes once ``up`` waited for them: where
@@ -144,7 +181,11 @@ def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional
     from nodeweave.errors import UsageError
 
     said = {"--hold": (hold is True, backend.unheld), "--run": (hold is False, backend.unheld),
-            "--image": (image is not None, backend.fixed_image)}
+            "--image": (image is not None, backend.fixed_image),
+            "--force-recreate": (force_recreate, "" if backend.knows_unchanged else
+                                 f"the {backend.target} target's up never leaves a node as it was "
+                                 "(--force-recreate asks the local target to recreate nodes already up as up "
+                                 "would start them)")}
     for flag, (given, why) in said.items():
         if given and why:
             raise UsageError(f"{flag} does nothing for target {backend.target}: {why}; leave it out")
@@ -167,25 +208,40 @@ BUSY_CONSEQUENCE = {
 }
 
 
+def node_rows(backend: Backend, nodes: List[Node]) -> List[dict]:
+    """Every node's row as ``status`` asks it (a node the platform calls down is not asked)."""
+    from nodeweave.cluster.status import gather
+
+    return gather(backend, nodes, [backend.spec.launcher.script, *backend.spec.launcher.args])
+
+
 def runs_in_progress(backend: Backend, nodes: List[Node]) -> "list[tuple[Node, dict]]":
     """Each node of ``nodes`` with the run in progress there, as ``status`` asks (its own rows: a node the platform
     calls down is not asked, one that does not answer has none)."""
-    from nodeweave.cluster.status import gather
+    return runs_of(nodes, node_rows(backend, nodes))
 
-    command = [backend.spec.launcher.script, *backend.spec.launcher.args]
-    rows = gather(backend, nodes, command)
+
+def runs_of(nodes: List[Node], rows: List[dict]) -> "list[tuple[Node, dict]]":
+    """:func:`runs_in_progress` from rows already asked."""
     return [(node, row["run"]) for node, row in zip(nodes, rows) if row.get("up") and row.get("run")]
 
 
-def busy_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
+def busy_line(backend: Backend, nodes: List[Node], verb: str, rows: Optional[List[dict]] = None) -> Optional[str]:
     """Why ``verb`` must not act while a run is in progress on ``nodes`` (the run, where, since when, what would
     happen, and ``nodeweave stop``); None: no run is in progress there. The one rule for every verb that starts a
     run or recreates the nodes (``BUSY_CONSEQUENCE``): refused before anything starts or is written."""
-    import time
-
-    busy = runs_in_progress(backend, nodes)
+    busy = runs_in_progress(backend, nodes) if rows is None else runs_of(nodes, rows)
     if not busy:
         return None
+    said = runs_said(busy)
+    return (f"{'; '.join(said)}: {BUSY_CONSEQUENCE[verb]}; `nodeweave stop` ends it (`nodeweave logs -f` follows "
+            f"it, `nodeweave status` shows it), then `nodeweave {verb}` again")
+
+
+def runs_said(busy: "list[tuple[Node, dict]]") -> List[str]:
+    """``run <id> is in progress on node-0, node-1 since 13:50:46 UTC``, one per run of ``busy``."""
+    import time
+
     ids: Dict[str, list] = {}
     for node, run in busy:
         ids.setdefault(str(run.get("run_id") or "?"), []).append((node, run))
@@ -194,23 +250,58 @@ def busy_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
         started = min((run.get("started") or 0) for _, run in where)
         since = f" since {time.strftime('%H:%M:%S', time.gmtime(started))} UTC" if started else ""
         said.append(f"run {run_id} is in progress on {', '.join(n.name for n, _ in where)}{since}")
-    return (f"{'; '.join(said)}: {BUSY_CONSEQUENCE[verb]}; `nodeweave stop` ends it (`nodeweave logs -f` follows "
-            f"it, `nodeweave status` shows it), then `nodeweave {verb}` again")
+    return said
 
 
 def up_busy_line(backend: Backend) -> Optional[str]:
     """:func:`busy_line` for ``up`` over the nodes there now; None where the record or the platform says nothing
     of the job is up (nothing asked then), or where the platform or its nodes cannot be asked (no engine here, a
     Slurm allocation not taken): the real up meets that in its own words."""
+    return up_over(backend)[0]
+
+
+def up_over(backend: Backend) -> "tuple[Optional[str], List[Node]]":
+    """What ``up`` would act on, asked once: :func:`busy_line` (a run in progress, refused) and the nodes that are
+    up now (their entrypoints answer), which a target whose ``up`` recreates every node (``recreates_nodes``)
+    would recreate (walk12c C7). Nothing asked where the record or the platform says nothing of the job is up, or
+    where the platform cannot be asked (no engine here: a dry run goes on)."""
     from nodeweave.errors import NodeweaveError
 
     try:  # a platform that cannot be asked (no engine: a dry run goes on) has no run to lose
         if backend.recorded_nothing() or backend.nothing_up_line() is not None:
-            return None
+            return None, []
         nodes = backend.nodes()
-        return busy_line(backend, nodes, "up") if nodes else None
+        if not nodes:
+            return None, []
+        rows = node_rows(backend, nodes)
+        return busy_line(backend, nodes, "up", rows), [n for n, r in zip(nodes, rows) if r.get("up")]
     except NodeweaveError:
-        return None
+        return None, []
+
+
+# What a recreated node loses (walk12c C7): every target whose ``up`` recreates the nodes says it so.
+RECREATE_LOSS = ("what `nodeweave sync` put outside the mounts and what `nodeweave exec` installed or wrote there is "
+                 "lost, as is each node's own log (`nodeweave logs --container`)")
+
+
+def recreate_note(backend: Backend, live: List[Node], forced: bool) -> str:
+    """The plan's note where ``up`` recreates nodes that are up now: which, why, and what they lose."""
+    names = noted_ranges((n.remote.label, "") for n in live)
+    if forced:
+        why = "--force-recreate"
+    elif backend.knows_unchanged:
+        why = "not every node is up as this up would start it: a node is down, or the compose file, mode or image changed"
+    else:
+        why = f"the {backend.target} target's up recreates every node"
+    return (f"up recreates {len(live)} node(s) up now ({names}; {why}): {RECREATE_LOSS}"
+            + ("" if forced or not backend.knows_unchanged else "; an up with nothing changed leaves them running"))
+
+
+def unchanged_line(backend: Backend, live: List[Node]) -> str:
+    """The plan's note where every node is up as this ``up`` would start it: nothing recreated (compose's habit)."""
+    return (f"{backend.spec.name} is already up ({len(live)} node(s)), as this up would start it (the same compose "
+            f"file, mode and image): nothing recreated, so what sync and exec put on the nodes stays; "
+            f"`nodeweave up --force-recreate` recreates them ({RECREATE_LOSS})")
 
 
 def refuse_busy(backend: Backend, nodes: List[Node], verb: str) -> None:

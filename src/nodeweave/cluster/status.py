@@ -99,15 +99,29 @@ def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
     return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
 
 
-def problems(rows: List[dict]) -> List[str]:
-    """What makes ``status`` exit 1: nodes down, a node whose plan fails (it cannot start), plans that disagree."""
+def problems(rows: List[dict], spec=None) -> List[str]:
+    """What makes ``status`` exit 1, with what to do next (walk12c C14: `down: node-1` named nothing, where every
+    other verb says what starts the nodes): nodes down, a node whose plan fails (it cannot start), plans that
+    disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows."""
+    from nodeweave.cluster.base import start_hint
+    from nodeweave.entrypoint.nodelists import noted_ranges
+
     found = []
-    down = [r["node"] for r in rows if not r["up"]]
+    down = [r for r in rows if not r["up"]]
     if down:
-        found.append("down: " + ranges(down))
+        named = noted_ranges((r["node"], r["platform"] or tool_message(r["error"] or "", 80)) for r in down)
+        which = ",".join(str(r["node"]).rpartition("-")[2] for r in down)
+        running = any(r["up"] and r["run"] for r in rows)
+        found.append(f"{named} {'is' if len(down) == 1 else 'are'} down: `nodeweave logs --container --node "
+                     f"{which}` shows {'its' if len(down) == 1 else 'their'} last output (read it first: "
+                     f"`nodeweave up` recreates every node and loses it), then "
+                     + ("`nodeweave stop` the run on the others and " if running else "")
+                     + start_hint("status", spec))
+    # a plan's errors are its own words on what to change
     found += [f"{r['node']}'s plan fails: {'; '.join(r['plan_errors'])}" for r in rows if r["up"] and r["plan_errors"]]
     if agreement(rows) is False:
-        found.append("the nodes' plans disagree")
+        found.append("the nodes' plans disagree (the plan column above; `nodeweave status --fingerprints` shows "
+                     "what differs)")
     return found
 
 

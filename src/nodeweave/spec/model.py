@@ -114,6 +114,7 @@ class Metrics:
     enabled: bool = True
     port: int = 9464
     step_pattern: Optional[str] = None  # a regular expression for the step in the training's own log lines
+    host_port: Optional[int] = None  # the local target's published port on 127.0.0.1; None: the engine picks one
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class HostsCluster(Backend):
         self.master = self.hosts[0].rpartition("@")[2]
         self.dir = self._remote_dir()
         self.holds = self.engine != "none"
+        self.recreates_nodes = self.engine != "none"  # compose up --force-recreate on every host (walk12c C7)
         if not self.holds:  # nothing is started: the hosts run the entrypoint installed there when a verb asks
             self.unheld = ("--engine none starts nothing: each host runs the entrypoint installed there only when "
                            "`nodeweave run` or `check` asks")

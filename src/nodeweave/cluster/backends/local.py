@@ -91,6 +91,8 @@ def recorded_daemon(backend) -> str:
 
 class LocalCluster(Backend):
     target = "local"
+    recreates_nodes = True  # compose up -d --force-recreate (_up_steps)
+    knows_unchanged = True
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
@@ -321,6 +323,51 @@ class LocalCluster(Backend):
         from nodeweave.cluster.writable import check_folders
 
         return check_folders(self.spec, self.spec_dir, self.engine)
+
+    def metrics_url(self) -> Optional[str]:
+        """``<engine> port <job>-0 <metrics.port>``: the host port the engine picked for node 0's ``/metrics``
+        (compose's ``127.0.0.1::PORT``: one fixed port would stop a second job of this machine from starting)."""
+        if not self.spec.metrics.enabled:
+            return None
+        try:
+            out = subprocess.run([self.engine, "port", f"{self.spec.name}-0", str(self.spec.metrics.port)],
+                                 capture_output=True, text=True, timeout=INSPECT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        published = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+        host, _, port = published.rpartition(":")
+        if not port.isdigit():
+            return None
+        host = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        return f"http://{host}:{port}/metrics"
+
+    def up_unchanged(self, nodes: List[Node], mode: str, image: Optional[str]) -> bool:
+        """Every node's container running from the compose file ``up`` would write (the file unchanged, so the
+        same labels, mounts, ports and token), in ``mode``, from the image ``up`` picks as the engine has it now
+        (a rebuilt tag is a change, as compose sees it): one inspect of the containers, one of the image."""
+        if not nodes or self._compose_files() or len(nodes) != self.spec.containers:
+            return False
+        chosen = self._up_image(image)
+        try:
+            out = self._inspect([n.remote.name for n in nodes],
+                                "{{json .State.Status}} {{json .Image}} {{json .Config.Env}}")
+            built = subprocess.run([self.engine, "image", "inspect", "--format", "{{.Id}}", chosen],
+                                   capture_output=True, text=True, timeout=INSPECT_TIMEOUT_S,
+                                   stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        if out is None or out.returncode != 0 or built.returncode != 0:
+            return False
+        image_id = built.stdout.strip().rpartition(":")[2]
+        want = {f"NODEWEAVE_MODE={mode}", f"NODEWEAVE_IMAGE_REF={chosen}"}
+        lines = out.stdout.splitlines()
+        try:
+            seen = [[json.loads(part) for part in line.split(" ", 2)] for line in lines]
+        except ValueError:
+            return False
+        return len(seen) == len(nodes) and all(
+            status == "running" and str(ran).rpartition(":")[2] == image_id and want <= set(env or ())
+            for status, ran, env in seen)
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = self._up_env(mode, image)

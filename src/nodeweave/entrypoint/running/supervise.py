@@ -369,4 +369,9 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None, 
                                error=script_error(text) if code and not sent else None, **stop)
         if stopped is not None and not any(s in stopping for s in received):
             return stopped  # a stop this node was sent itself still shows as 128+N
+        if not code:  # a clean end: the launcher's known teardown noise said for what it is (walk12c C1)
+            from .symptoms import clean_end_noise
+
+            for note in clean_end_noise(text):
+                watch.log(note)
     return code

@@ -8,7 +8,7 @@ from nodeweave.spec.fields import boolean, integer
 from nodeweave.spec.model import Metrics
 from nodeweave.spec.nodes import Fields, Reader
 
-KEYS = ("enabled", "port", "step_pattern")
+KEYS = ("enabled", "port", "step_pattern", "host_port")
 STEP_PATTERN = "a regular expression with a group for the step number, e.g. 'global_step=(\\d+)'"
 
 
@@ -33,5 +33,10 @@ def metrics(r: Reader, top: Fields) -> Metrics:
             from nodeweave.entrypoint.quoting import as_typed
 
             raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} {problem}", STEP_PATTERN) from None
-    return Metrics(enabled=boolean(r, f, "enabled", True), port=integer(r, f, "port", METRICS_PORT, 1, 65535),
-                   step_pattern=pattern)
+    enabled = boolean(r, f, "enabled", True)
+    host_port = integer(r, f, "host_port", None, 1, 65535)
+    if host_port is not None and not enabled:  # nothing is published with metrics off (walk12c C12)
+        raise r.fail(f.get("host_port"), "metrics.host_port", f"{host_port} does nothing with metrics.enabled false "
+                     "(node 0 serves no /metrics, so nothing is published)", "metrics.enabled true, or no host_port")
+    return Metrics(enabled=enabled, port=integer(r, f, "port", METRICS_PORT, 1, 65535),
+                   step_pattern=pattern, host_port=host_port)

@@ -62,9 +62,10 @@ def metrics_port(r: Resolved) -> List[str]:
     """Node 0's /metrics published on this machine's loopback (docs/observability.md); none when off. Loopback:
     a laptop's Prometheus scrapes it, the network around the laptop does not. The host port is the engine's
     choice (``podman port <job>-0 9464`` names it): a fixed one made a second job on the same machine fail to
-    start ("127.0.0.1:9464: address already in use"), a test suite's parallel jobs first."""
-    port = r.spec.metrics.port
-    return [f"127.0.0.1::{port}"] if r.spec.metrics.enabled else []
+    start ("127.0.0.1:9464: address already in use"), a test suite's parallel jobs first; ``metrics.host_port``
+    fixes it for a static scrape config, which a port moved by each up broke (walk12c C12)."""
+    port, host = r.spec.metrics.port, r.spec.metrics.host_port
+    return [f"127.0.0.1:{host or ''}:{port}"] if r.spec.metrics.enabled else []
 
 
 def render_local(r: Resolved) -> str:
