@@ -42,3 +42,42 @@ def test_b7_a_word_lists_empty_variable_stays_its_none(entrypoint, variable):
     """B7: a word list's empty value is its explicit "none", as its flag's is."""
     code, out, err = entrypoint(["--explain", "--", "train.py"], env=dict(TWO_NODES, **{variable: ""}))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("key, given, stop", [
+    ("recovery_max_restarts", None, "restart budget spent"),
+    ("recovery_max_restarts", "--recovery-max-restarts", "restart budget spent"),
+    ("recovery_max_restarts", "NODEWEAVE_RECOVERY_MAX_RESTARTS", "restart budget spent"),
+    ("no_progress_restarts", None, "no checkpoint yet"),
+    ("no_progress_restarts", "--no-progress-restarts", "no checkpoint yet"),
+    ("no_progress_restarts", "NODEWEAVE_NO_PROGRESS_RESTARTS", "no checkpoint yet"),
+])
+def test_b19_a_brakes_verdict_names_the_setting_as_this_node_got_it(key, given, stop):
+    """B19: the restart budget's end said `(recovery.max_restarts)`, a spec field, to a node started with flags and
+    no spec; each brake's verdict names where this node got its value, then every way to set it (the settings'
+    own row: flag, variable, the spec's field), as the --explain rows credit theirs."""
+    from types import SimpleNamespace
+
+    from nodeweave.entrypoint.planning.contract import BY_KEY
+    from nodeweave.entrypoint.planning.settings import parse
+    from nodeweave.entrypoint.recovery.decide import after_fault, first
+    from nodeweave.entrypoint.recovery.setup import Config
+
+    row = BY_KEY[key]
+    argv, env = ["--recovery", "on", "--nnodes", "2"], {}
+    if key == "recovery_max_restarts":
+        env["NODEWEAVE_NO_PROGRESS_RESTARTS"] = "0"
+    if given and given.startswith("--"):
+        argv += [given, "2"]
+    elif given:
+        env[given] = "2"
+    settings = parse(argv + ["--", "train.py"], env)
+    limits = Config(settings, SimpleNamespace(nnodes_min=2, nnodes_max=2)).limits
+    book = first({0, 1, 2}, limits)
+    for _ in range(8):
+        book = after_fault(book, None, "the job stalled", {0, 1, 2}, None, limits)
+        if book.ended:
+            break
+    source = {None: "default", row.flag: f"flag {row.flag}"}.get(given, given)
+    said = f"{source}; set with {row.flag} / {row.variable}, the spec's {row.spec})"
+    assert stop in book.ended and said in book.ended, book.ended
