@@ -50,12 +50,13 @@ HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node a
 QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
 
 
-def describe(report):
-    """'exited 1' / 'was killed by signal 9' and the last lines, as printed."""
+def describe(report, whose=None):
+    """'exited 1' / 'was killed by signal 9' and the last lines, as printed. ``whose``: the node the lines are of,
+    named over them (walk12b B17: a spare printed node 0's traceback under "its last output:", read as its own)."""
     lines = [f"{report.get('how') or 'failed'}"]
     tail = [str(line)[:300] for line in (report.get("tail") or [])[-TAIL_LINES:]]
     if tail:
-        lines.append("its last output:")
+        lines.append(f"{whose}'s last output:" if whose else "its last output:")
         lines += [f"  | {line}" for line in tail]
     return lines
 
@@ -87,6 +88,7 @@ class Watch(WatchSurface):
         self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
         self.job_ended = False       # node 0 was stopped on purpose and told every node the job ends (walk10 B3)
         self.own_stop = None         # the stop signal this node was sent, once its launcher ended on it
+        self.sitting_out = False     # a spare or a left-out node waiting this generation out: it runs no launcher
         # recovery's node 0: whether `nodeweave stop` asked for this stop (its mark in the run's folder)
         self.stop_asked = stop_asked or (lambda: False)
 
@@ -132,7 +134,7 @@ class Watch(WatchSurface):
             self.failure, self.failure_code = (label, report), code
             self.failed_at = time.time()
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
-        lines = describe(report)
+        lines = describe(report, label if label != "this node" else None)
         stopped = report.get("stopped")  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
         # the launcher's output after the stop (torchrun's own traceback of the signal nodeweave sends) goes to
         # the file a stall stop uses (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on
@@ -148,15 +150,22 @@ class Watch(WatchSurface):
                 "restart policy) and checking in with it again" if self.recovery and hub_gone else
                 "for recovery (node 0 decides the next generation)" if self.recovery else f"(exit {code}: {why})")
         then += f"; its output from here on: {aside}" if aside else ""
+        # a node waiting this generation out (a spare, one left out) runs no launcher to stop (walk12b B17)
+        stopping = ("this node runs no launcher (it waits this generation out)" if self.sitting_out else
+                    "stopping this node's launcher")
+        if self.sitting_out and self.recovery and not job_ends:
+            then = (f"and waits up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its restart "
+                    "policy), then checks in with it again" if hub_gone else
+                    "and checks in again: node 0 decides the next generation, which may give it a place")
         if code == EXIT_STALLED:
             for line in lines[1:]:
                 self.log(line)
-            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
+            self.log(f"the job stalled at {label}: {lines[0]}; {stopping} {then}")
         else:
             lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
             was = (f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else
                    f"was declared lost by {lost_by}" if lost_by else "failed")
-            self.log(f"{label} {was}: {lines[0]}; stopping this node's launcher {then}")
+            self.log(f"{label} {was}: {lines[0]}; {stopping} {then}")
             for line in lines[1:]:
                 self.log(line)
         if stop and aside:  # after the last line: a stall report is what the user reads last
@@ -222,6 +231,7 @@ class LinkWatch(LinkStall, Watch):
     def sit_out(self):
         """A node without a place this generation (a spare, one left out): beat until node 0 ends the
         generation; True when it ended the job (nothing more to wait for), False for a next generation."""
+        self.sitting_out = True
         self.start()  # no launcher to stop
         try:
             self.thread.join()
