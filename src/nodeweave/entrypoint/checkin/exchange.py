@@ -220,7 +220,7 @@ class Hub:
         """What ``--status`` shows: a summary first (``summary.py``: counts by state, the worst nodes and
         ranks), then every node and every rank up to ``summary.WHOLE_UP_TO`` nodes or when asked
         (``whole``, ``--status --all``); past a line's 1 MiB the answer goes as a frame (wire.py)."""
-        from .summary import WHOLE_UP_TO, nodes_summary, ranks_summary
+        from .summary import WHOLE_UP_TO, ended_state, nodes_summary, ranks_summary
         from .verdict import shared_view
 
         now = self.clock()
@@ -231,8 +231,8 @@ class Hub:
                   "state": "gathering" if self.verdict is None else "running"}]
         for peer in self.peers:
             waiting = peer.role not in (None, "member")
-            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else (
-                f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
+            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else \
+                ended_state(peer.done)
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it

@@ -247,6 +247,9 @@ class LinkWatch(LinkStall, Watch):
         closed without a report"). Lost to this generation: never waited for at the next."""
         import signal
 
+        # this node's own closing of the connection is not node 0 failing: the beats' thread says nothing more
+        # (walk12b B18: "node 0 ... failed: its exchange closed without a word" after this node's exit line)
+        self.stopping.set()
         code = code if isinstance(code, int) else 1
         try:
             name = signal.Signals(code - 128).name
