@@ -81,3 +81,126 @@ def test_b19_a_brakes_verdict_names_the_setting_as_this_node_got_it(key, given, 
     source = {None: "default", row.flag: f"flag {row.flag}"}.get(given, given)
     said = f"{source}; set with {row.flag} / {row.variable}, the spec's {row.spec})"
     assert stop in book.ended and said in book.ended, book.ended
+
+
+# -- B17, B18: a node waiting a generation out (a spare, one left out) runs no launcher, and its own stop is its own -
+
+def _waiting_cluster(recovery=True):
+    """Node 0's hub, node 1 training, node 2 waiting the generation out (``sit_out`` in a thread, as a spare or a
+    left-out node does): cluster, hub watch, links, launchers, logs, the waiting thread."""
+    import threading
+
+    from loopback_hub import Cluster, Launcher
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+
+    cluster = Cluster(2)
+    assert cluster.decide()["decision"] == "start"
+    logs = {rank: [] for rank in range(3)}
+    hub_watch = HubWatch(cluster.hub, logs[0].append)
+    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append, recovery=recovery) for rank in (1, 2)}
+    launchers = {rank: Launcher() for rank in range(2)}
+    hub_watch.start(launchers[0].stop)
+    links[1].start(launchers[1].stop)
+    waiting = threading.Thread(target=links[2].sit_out, daemon=True)
+    waiting.start()
+    return cluster, hub_watch, links, launchers, logs, waiting
+
+
+@pytest.mark.parametrize("recovery", [True, False])
+def test_b17_a_waiting_node_says_it_runs_no_launcher_and_whose_output_it_relays(recovery):
+    """B17: a spare (nothing launched) said "stopping this node's launcher for recovery" and printed node 0's
+    traceback under "its last output:", as if its own. A waiting node says it runs no launcher; every node names
+    whose last output it relays."""
+    import time
+
+    cluster, hub_watch, links, launchers, logs, waiting = _waiting_cluster(recovery)
+    try:
+        links[1].finish(1, "torchrun exited 1", ["Traceback (most recent call last):", "RuntimeError: boom"])
+        deadline = time.monotonic() + 10
+        while links[2].failure is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting.join(10)
+        said = "\n".join(logs[2])
+        assert "stopping this node's launcher" not in said and "this node runs no launcher" in said, said
+        label = links[2].failure[0]
+        assert f"{label}'s last output:" in said and "its last output" not in said, said
+        if recovery:
+            assert "node 0 decides the next generation" in said, said
+        assert any(line == f"{label}'s last output:" for line in logs[0]), logs[0]  # node 0 names it too
+    finally:
+        cluster.close()
+
+
+def test_b18_a_waiting_node_stopped_on_purpose_says_nothing_after_its_exit_and_is_counted_stopped():
+    """B18: a left-out node stopped by SIGTERM while it waited printed, after its own exit line, "node 0 ...
+    failed: its exchange closed without a word" (its own closing of the connection), and node 0's --status counted
+    it `failed`. Its own closing says nothing; node 0's --status and /metrics count it `stopped`."""
+    import time
+
+    from nodeweave.entrypoint.checkin.summary import nodes_summary
+    from nodeweave.entrypoint.metrics.collect import _peer_state
+
+    cluster, hub_watch, links, launchers, logs, waiting = _waiting_cluster()
+    try:
+        time.sleep(0.3)
+        links[2]._say_stopped_waiting(143)  # what sit_out does on SystemExit from the stop signal's handler
+        links[2].channel.close()            # ... and the process exits, closing its connection
+        time.sleep(1.5)
+        assert not any("failed" in line for line in logs[2]), logs[2]
+        deadline = time.monotonic() + 5
+        peer = next(p for p in cluster.hub.peers if p.fp.get("rank") == 2)
+        while peer.done is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = cluster.hub.status()
+        node = next(n for n in status["nodes"] if (n.get("fp") or {}).get("rank") == 2)
+        assert node["state"].startswith("stopped: stopped by SIGTERM"), node["state"]
+        counts = nodes_summary(status["nodes"], None)["states"]
+        assert counts.get("stopped") == 1 and "failed" not in counts, counts
+        assert _peer_state(peer) == "stopped"
+    finally:
+        cluster.close()
+
+
+# -- B11: a node turned away hears that it, not the job, was refused, on every check-in path --------------------
+
+@pytest.mark.parametrize("recovery", ["off", "on"])
+def test_b11_a_node_started_twice_hears_it_alone_was_turned_away(tmp_path, recovery):
+    """B11: a second start of node 1 under recovery ended `error: check-in refused the job: duplicate (...) (table
+    above; the same on every node)` below a lone "  node" header, while the job went on. Every check-in path
+    (plain, recovery's node) ends with the one refusal line, which for a node turned away says the job goes on."""
+    import os
+    import sys
+    import time
+
+    from cli_run import ENTRYPOINT, home_beside, popen
+    from free_ports import free_port_pair
+
+    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(10)\n")
+    port = free_port_pair()
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
+            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b11",
+            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
+            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": recovery}
+
+    def node(rank, name):
+        (tmp_path / name).mkdir()
+        return popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
+                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
+
+    first = [node(rank, f"t{rank}") for rank in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
+            time.sleep(0.2)
+        time.sleep(2.0)
+        again = node(1, "t1b")
+        out = again.communicate(timeout=60)[0]
+    finally:
+        outs = [proc.communicate(timeout=120)[0] for proc in first]
+    lines = out.splitlines()
+    assert again.returncode == 3 and [proc.returncode for proc in first] == [0, 0], (out, outs)
+    last = lines[-1]
+    assert "node 0 turned this node away: duplicate" in last and "the job goes on" in last, out
+    assert "refused the job" not in out and "the same on every node" not in out, out
+    assert not any(line.rstrip().endswith(": node") or line.strip() == "node" for line in lines), out
