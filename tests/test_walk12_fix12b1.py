@@ -204,3 +204,57 @@ def test_b11_a_node_started_twice_hears_it_alone_was_turned_away(tmp_path, recov
     assert "node 0 turned this node away: duplicate" in last and "the job goes on" in last, out
     assert "refused the job" not in out and "the same on every node" not in out, out
     assert not any(line.rstrip().endswith(": node") or line.strip() == "node" for line in lines), out
+
+
+# -- B6: a process is an entrypoint of run ID by its program and its own --run-id, not by the words anywhere ------
+
+def _env(tmp):
+    import os
+
+    return {"PATH": os.environ["PATH"], "PYTHONPATH": str(cli_run.SRC), "TMPDIR": str(tmp)}
+
+
+@pytest.mark.parametrize("action", ["report", "stop"])
+def test_b6_a_wrapper_given_run_id_is_no_entrypoint_of_that_run(tmp_path, action):
+    """B6: `--node report hf1` beside a wrapper script started `./start.sh ... --run-id hf1` (its TMPDIR the
+    asker's) answered an all-null report, exit 0, a profile_dir that does not exist; `--node stop --run hf1` would
+    have stopped the script. Every action given a run id (the one rule, ``runstate.unrecorded_runs``) now counts
+    only an entrypoint's own --run-id: the answer is "no run", exit 1, and the script runs on."""
+    import json
+
+    wrapper = tmp_path / "start.sh"
+    wrapper.write_text("sleep 60\n")
+    proc = cli_run.popen(["/bin/sh", str(wrapper), "hf", "0", "--run-id", "hf1"], env=_env(tmp_path))
+    try:
+        import time
+
+        time.sleep(0.3)
+        args = ["report", "hf1"] if action == "report" else ["stop", "--run", "hf1", "--grace", "1"]
+        out = cli_run.run([*cli_run.ENTRYPOINT, "--node", *args], env=_env(tmp_path))
+        answer = json.loads(out.stdout)
+        assert out.returncode == 1 and answer["error"].startswith("no run 'hf1' on this node"), out.stdout
+        assert proc.poll() is None  # the script was not stopped
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_b6_no_run_names_the_tmpdir_of_a_live_entrypoint_of_that_id(tmp_path):
+    """B6: asked from a shell without the run's TMPDIR, the answer names where the live entrypoint keeps it."""
+    import json
+    import sys
+    import time
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    sleeper = tmp_path / "nodeweave-entrypoint"
+    sleeper.write_text("import time; time.sleep(60)\n")
+    proc = cli_run.popen([sys.executable, str(sleeper), "--run-id", "hf1", "--", "train.py"], env=_env(other))
+    try:
+        time.sleep(0.5)
+        out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "report", "hf1"], env=_env(tmp_path))
+        error = json.loads(out.stdout)["error"]
+        assert out.returncode == 1 and f"runs on this machine with TMPDIR={other}" in error, error
+    finally:
+        proc.kill()
+        proc.wait()
