@@ -258,3 +258,54 @@ def test_b6_no_run_names_the_tmpdir_of_a_live_entrypoint_of_that_id(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+# -- B12: a second start of a live node 0 is named at once, whichever of its ports it meets first ------------------
+
+def test_b12_a_second_start_of_a_live_node_0_under_recovery_is_named_at_once(tmp_path):
+    """B12: under recovery a second start of node 0 (its TMPDIR the first's, so it finds the recovery record) met
+    the taken master port first, said "its own launcher of before may hold it" and waited 60 s before naming the
+    second start. The live exchange answers from the first second: the one refusal (``exchange.second_node_0``)
+    is said at once, exit 3."""
+    import os
+    import sys
+    import time
+
+    from cli_run import ENTRYPOINT, home_beside, popen
+    from free_ports import free_port_pair
+
+    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(60)\n")
+    port = free_port_pair()
+    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
+            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b12",
+            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
+            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": "on"}
+
+    def node(rank, name):
+        (tmp_path / name).mkdir(exist_ok=True)
+        return popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
+                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
+
+    first = [node(rank, f"t{rank}") for rank in range(2)]
+    try:
+        import socket
+
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("recovery.json")):
+            time.sleep(0.2)
+        while time.monotonic() < deadline:  # torchrun's store holds the master port: the launcher is up
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        started = time.monotonic()
+        again = node(0, "t0")
+        out = again.communicate(timeout=90)[0]
+        took = time.monotonic() - started
+    finally:
+        for proc in first:
+            proc.kill()
+            proc.communicate(timeout=60)
+    assert again.returncode == 3 and "this is a second start of node 0" in out, out
+    assert "its own launcher of before" not in out and took < 30, (took, out)
