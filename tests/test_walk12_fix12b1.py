@@ -309,3 +309,32 @@ def test_b12_a_second_start_of_a_live_node_0_under_recovery_is_named_at_once(tmp
             proc.communicate(timeout=60)
     assert again.returncode == 3 and "this is a second start of node 0" in out, out
     assert "its own launcher of before" not in out and took < 30, (took, out)
+
+
+# -- B13: nothing at node 0's metrics port may be a node 0 still gathering: every reader of it says so ------------
+
+def _closed_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("argv", [("nodeweave", "top", "--once"), ("nodeweave", "dashboard", "--port", "0"),
+                                  ("entrypoint", "--node", "live")])
+def test_b13_nothing_at_the_metrics_port_names_a_node_0_still_gathering(tmp_path, argv):
+    """B13: `top` said "nothing listens there ...; is node 0 running" to a node 0 that was running, gathering for
+    a node that never came (its /metrics start with the heartbeat, after the check-in); --status named the wait.
+    Every reader of node 0's metrics port (top, dashboard, --node live) names a node 0 still gathering and the
+    --status that says whom it waits for."""
+    from cli_run import home_beside
+
+    port = _closed_port()
+    if argv[0] == "nodeweave":
+        run = cli_run.nodeweave(argv[1], "--url", f"http://127.0.0.1:{port}", *argv[2:], cwd=str(tmp_path),
+                                env=dict(cli_run.CLEAN, HOME=home_beside(tmp_path)), timeout=120)
+    else:
+        run = cli_run.entrypoint(*argv[1:], "--port", str(port), env=dict(cli_run.CLEAN))
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "still gather" in said and "nodeweave-entrypoint --status" in said, said
