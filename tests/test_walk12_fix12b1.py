@@ -338,3 +338,52 @@ def test_b13_nothing_at_the_metrics_port_names_a_node_0_still_gathering(tmp_path
         run = cli_run.entrypoint(*argv[1:], "--port", str(port), env=dict(cli_run.CLEAN))
     said = run.stdout + run.stderr
     assert run.returncode != 0 and "still gather" in said and "nodeweave-entrypoint --status" in said, said
+
+
+# -- B5: a waiting node 0 (no training slot) stopped on purpose tells the others, as a training node 0 does --------
+
+def test_b5_ctrl_c_on_a_node_0_without_a_training_slot_ends_the_job_on_every_node():
+    """B5: under recovery node 0 left out of a generation still runs the hub; Ctrl-C there exited 130 without a
+    word to the others, which said "node 0 ... failed: its exchange closed without a word ... killed" and waited
+    wait_timeout (600 s) for it. The stop is relayed as a training node 0's is: Ctrl-C ends the job on every
+    node (docs/recovery.md), each told it was a stop, not a failure."""
+    import signal
+    import threading
+    import time
+
+    from loopback_hub import Cluster, Launcher
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+
+    cluster = Cluster(2)
+    assert cluster.decide()["decision"] == "start"
+    logs = {rank: [] for rank in range(3)}
+    hub_watch = HubWatch(cluster.hub, logs[0].append, recovery=True, hear_back=True)
+    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append, recovery=True) for rank in (1, 2)}
+    launchers = {rank: Launcher() for rank in (1, 2)}
+    for rank, link in links.items():
+        link.start(launchers[rank].stop)
+
+    def stop(signum, _frame):  # as supervise.stop_waiting: a stop with no launcher running
+        raise SystemExit(128 + signal.SIGINT)
+
+    before = signal.signal(signal.SIGUSR1, stop)
+    timer = threading.Timer(1.0, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1))
+    try:
+        timer.start()
+        with pytest.raises(SystemExit) as stopped:
+            hub_watch.watch_only()
+        assert stopped.value.code == 130
+        for rank in (1, 2):
+            assert launchers[rank].stopped.wait(10), logs[rank]
+            deadline = time.monotonic() + 5
+            while not links[rank].job_was_ended() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            said = "\n".join(logs[rank])
+            assert links[rank].job_was_ended() and "was stopped (SIGINT, Ctrl-C)" in said, said
+            assert "ends the job on every node" in said and "closed without a word" not in said, said
+        assert any("no launcher was running" in line and "ends the job on every node" in line for line in logs[0]), logs[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, before)
+        cluster.close()

@@ -50,6 +50,18 @@ HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node a
 QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
 
 
+def stop_signal(code):
+    """(exit code, signal name) of a waiting node's ``SystemExit`` from a stop signal (``supervise.stop_waiting``:
+    128+N): what it tells node 0, or node 0 tells the others, as a stop, not a failure."""
+    import signal
+
+    code = code if isinstance(code, int) else 1
+    try:
+        return code, signal.Signals(code - 128).name
+    except ValueError:
+        return code, f"exit {code}"
+
+
 def describe(report, whose=None):
     """'exited 1' / 'was killed by signal 9' and the last lines, as printed. ``whose``: the node the lines are of,
     named over them (walk12b B17: a spare printed node 0's traceback under "its last output:", read as its own)."""
@@ -176,8 +188,11 @@ class Watch(WatchSurface):
     def _say_stopped(self, stopped, code, aside=None):
         """This node was sent a stop signal and its launcher ended: one line of its own (walk9 B9: a Ctrl-C on
         node 0 left only torchrun's tracebacks)."""
-        self.log(said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
-                              self._after_own_stop()))
+        line = said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
+                            self._after_own_stop())
+        if self.sitting_out:  # node 0 holding no training slot had no launcher to end (walk12b B5)
+            line = line.replace("this node's launcher ended", "no launcher was running", 1)
+        self.log(line)
 
     def job_was_ended(self):
         """Node 0 was stopped on purpose and told this node the job ends (walk10 B3): no generation follows."""
@@ -245,16 +260,10 @@ class LinkWatch(LinkStall, Watch):
         """Tell node 0 that this waiting node (a spare, one left out) was stopped by a signal, as a training node's
         report says it, so node 0 does not blame the network or a kill (walk11b B15: "is gone: its connection
         closed without a report"). Lost to this generation: never waited for at the next."""
-        import signal
-
         # this node's own closing of the connection is not node 0 failing: the beats' thread says nothing more
         # (walk12b B18: "node 0 ... failed: its exchange closed without a word" after this node's exit line)
         self.stopping.set()
-        code = code if isinstance(code, int) else 1
-        try:
-            name = signal.Signals(code - 128).name
-        except ValueError:
-            name = f"exit {code}"
+        code, name = stop_signal(code)
         try:
             self._send({"t": "exit", "code": code, "stopped": name, "lost": True,
                         "how": f"stopped by {name} while it waited (no launcher running)"})
@@ -399,8 +408,18 @@ class HubWatch(HubStall, Watch):
         runs: waiting for the thread to end then waited for ever)."""
         self.start()  # no launcher on this node to stop
         self.own_done.set()
-        while self.thread.is_alive() and self.fault() is None:
-            self.thread.join(0.2)
+        try:
+            while self.thread.is_alive() and self.fault() is None:
+                self.thread.join(0.2)
+        except SystemExit as stop:
+            # a stop signal while it watches (supervise.stop_waiting): node 0 tells the others as a training node 0
+            # does, so Ctrl-C ends the job on every node (walk12b B5: they heard "closed without a word" and
+            # waited wait_timeout for a node 0 that had been stopped on purpose)
+            code, name = stop_signal(stop.code)
+            self.sitting_out = True
+            self.finish(code, f"stopped by {name} while it held no training slot (no launcher running)", [],
+                        stopped=name)
+            raise
         return self.finish(0, "node 0 holds no training slot", [])
 
     def use_stall(self, stall):
