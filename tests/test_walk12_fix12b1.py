@@ -1,6 +1,15 @@
 """Walk 12, part B, rows B5-B19 of walk12b-report.md given to fix12b1 (issue 43), each fixed as a class:
 
 - every setting's NODEWEAVE_* variable set but empty is refused as its flag's empty value is (B7);
+- each recovery brake's verdict names where this node got its value and every way to set it (B19);
+- a node waiting a generation out says it runs no launcher; a relayed tail is named as the failed node's (B17);
+- a waiting node stopped on purpose says nothing after its exit; node 0 counts it `stopped` (B18);
+- one refusal line for every check-in path: a node turned away hears the job goes on (B11);
+- a process is an entrypoint of run ID by its program and its own --run-id; "no run" names a live one's
+  TMPDIR elsewhere (B6);
+- a second start of a live node 0 is named at once, whichever of its ports it meets first (B12);
+- every reader of node 0's metrics port names a node 0 still gathering and --status (B13);
+- a stop of node 0 holding no training slot is relayed as a training node 0's: Ctrl-C ends the job (B5).
 
 Each test fails on the code before its fix.
 """
