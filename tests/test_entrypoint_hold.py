@@ -215,8 +215,10 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
     from nodeweave.entrypoint.running.runstate import unrecorded_runs
 
     here = environment(tmp_path)  # the node's: an entrypoint of another $TMPDIR is another node's (walk10 B9)
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"], env=here)
-    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"], env=here)
+    sleeper = tmp_path / "nodeweave-entrypoint"  # a stand-in entrypoint: found by its program and its --run-id
+    sleeper.write_text("import time; time.sleep(60)\n")
+    other = subprocess.Popen([sys.executable, str(sleeper), "--run-id", "earlier"], env=here)
+    stand_in = subprocess.Popen([sys.executable, str(sleeper), "--run-id", "early"], env=here)
     try:
         wait_for(lambda: unrecorded_runs("early", set(), here), "the process's command line")  # set just after exec
         found = unrecorded_runs("early", set(), here)

@@ -70,7 +70,7 @@ def test_two_hundred_nodes_get_the_same_verdict_bytes_and_one_failure_reaches_al
         _, err = hub.communicate(timeout=60)
         assert hub.returncode == 5, err
         assert "check-in: 200 node(s) agree" in err and "node 100 (scale-100) failed: torchrun exited 1" in err, err
-        assert "RuntimeError: scale harness" in err and "Traceback" not in err.split("its last output")[0], err
+        assert "RuntimeError: scale harness" in err and "Traceback" not in err.split("last output:")[0], err
     finally:
         for proc in (hub, nodes):
             if proc.poll() is None:

@@ -168,8 +168,9 @@ def test_the_restart_budget_is_the_whole_jobs_and_ends_it_with_exit_8(tmp_path):
     assert (record["decision"], record["restarts"]) == ("stop", 2)
     assert [h["node"] for h in record["history"]] == [1, 2]
     for node in nodes:
-        assert "recovery: the job ends: restart budget spent: 1 restart(s) (recovery.max_restarts); the last fault: " \
-               "node 2: its launcher failed" in node.text(), node.text()
+        assert "recovery: the job ends: restart budget spent: 1 restart(s) (NODEWEAVE_RECOVERY_MAX_RESTARTS; set " \
+               "with --recovery-max-restarts / NODEWEAVE_RECOVERY_MAX_RESTARTS, the spec's recovery.max_restarts); " \
+               "the last fault: node 2: its launcher failed" in node.text(), node.text()
     assert "recovery: starting generation 1" in nodes[0].text(), nodes[0].text()  # walk10 B14: said once decided,
     assert "starting generation 2" not in nodes[0].text(), nodes[0].text()  # never for one that does not start
 
@@ -183,7 +184,8 @@ def test_restarts_without_a_newer_checkpoint_stop_the_job_with_exit_9(tmp_path):
     for node in nodes:
         assert "recovery: the job ends: 2 restarts since the job started, no checkpoint yet in the checkpoint " \
                "folder " in node.text(), node.text()  # walk10 B17: the folder it looked in is named
-        assert "(recovery.no_progress_restarts 2)" in node.text(), node.text()
+        assert "(no-progress brake 2: NODEWEAVE_NO_PROGRESS_RESTARTS; set with --no-progress-restarts / " \
+               "NODEWEAVE_NO_PROGRESS_RESTARTS, the spec's recovery.no_progress_restarts)" in node.text(), node.text()
 
 
 def test_a_healthy_run_never_recovers(tmp_path):

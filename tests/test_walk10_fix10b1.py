@@ -144,7 +144,9 @@ def test_node_stop_stops_this_nodes_entrypoints_only(tmp_path):
     mine, theirs = tmp_path / "r1", tmp_path / "r0"
     mine.mkdir()
     theirs.mkdir()
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "--mode", "run", "--run-id", "20261130T135000Z-w"]
+    program = tmp_path / "nodeweave-entrypoint"  # a stand-in entrypoint, named as one is (walk12b B6)
+    program.write_text("import time; time.sleep(60)\n")
+    sleeper = [sys.executable, str(program), "--mode", "run", "--run-id", "20261130T135000Z-w"]
     base = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
     own = subprocess.Popen(sleeper, env=dict(base, TMPDIR=str(mine)))
     other = subprocess.Popen(sleeper, env=dict(base, TMPDIR=str(theirs)))

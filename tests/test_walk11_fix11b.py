@@ -41,9 +41,11 @@ def _environment(tmp_path):
 
 
 def _sleeper(tmp_path, run_id):
-    """A stand-in entrypoint of ``run_id``: found by its command line, as a real one is."""
-    return cli_run.popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", run_id],
-                         env=_environment(tmp_path))
+    """A stand-in entrypoint of ``run_id``: found by its command line (its program's name and --run-id), as a real
+    one is."""
+    sleeper = tmp_path / "nodeweave-entrypoint"
+    sleeper.write_text("import time; time.sleep(60)\n")
+    return cli_run.popen([sys.executable, str(sleeper), "--run-id", run_id], env=_environment(tmp_path))
 
 
 def _record(tmp_path, run_id, proc):

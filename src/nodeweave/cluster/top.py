@@ -199,7 +199,11 @@ def _url_failure(err: Exception) -> str:
         return f"HTTP {err.code} {err.reason}: node 0's metrics port answered with an error (node 0's log says more)"
     reason = getattr(err, "reason", None) or err
     if isinstance(reason, ConnectionRefusedError):
-        said = "nothing listens there (connection refused)"
+        # node 0 listens once its check-in is over: while it gathers (a node that never comes, what a user opens top
+        # to see), the refusal is no sign it is down (walk12b B13)
+        said = ("nothing listens there (connection refused); node 0 serves it from the end of its check-in on: "
+                "while it still gathers (a node not come yet), `nodeweave-entrypoint --status` on a node (with "
+                "the job's --master-addr, --master-port and --rdzv-id) says which nodes it waits for")
     elif isinstance(reason, (socket.timeout, TimeoutError)):
         said = "no answer in time"
     elif isinstance(reason, socket.gaierror):

@@ -52,10 +52,12 @@ EXIT_CODES = {
     EXIT_BUSY: "another nodeweave run, or another hold, is still in progress on this node (the message names it)",
     EXIT_STALLED: "the job stalled: ranks waited in a collective one rank did not enter for launcher.stall_timeout "
                   "seconds; every node stopped its launcher (the report names the rank and every rank's stack)",
-    EXIT_GAVE_UP: "recovery gave up: recovery.max_restarts restarts are spent, or a node was left out and no spare "
-                  "or elastic minimum lets the job go on (the one-line verdict names the node and why)",
-    EXIT_NO_PROGRESS: "recovery stopped: recovery.no_progress_restarts generations in a row found no newer complete "
-                      "checkpoint (\"3 restarts since step 4200, no newer checkpoint\"); do not requeue as is",
+    EXIT_GAVE_UP: "recovery gave up: the restart budget is spent (--recovery-max-restarts, "
+                  "NODEWEAVE_RECOVERY_MAX_RESTARTS, the spec's recovery.max_restarts; default 5), or a node was left "
+                  "out and no spare or elastic minimum lets the job go on (the one-line verdict names the node and why)",
+    EXIT_NO_PROGRESS: "recovery stopped: the no-progress brake's count of generations (--no-progress-restarts, "
+                      "NODEWEAVE_NO_PROGRESS_RESTARTS, the spec's recovery.no_progress_restarts) in a row found no "
+                      "newer complete checkpoint (\"3 restarts since step 4200, no newer checkpoint\"); do not requeue as is",
     EXIT_JOB_ERROR: "recovery stopped: the script raised the same error on every node of the generation (a folder "
                     "it cannot write, an exception in the script): the job's own error, not a node's, so no node "
                     "was left out and no restart spent (the message names the error and the ranks' last lines)",

@@ -174,6 +174,14 @@ class Start:
 
         if last_book(self.settings, plan.topology) is None:
             return busy
+        if plan.exchange and plan.exchange.get("enabled"):
+            # the live node 0 of this very job answers on its exchange port: a second start, said at once, not a
+            # minute waited for "its own launcher of before" (walk12b B12)
+            from .checkin.exchange import second_node_0
+
+            second = second_node_0(plan.exchange["port"], plan.topology.job_id)
+            if second is not None:
+                raise second
         self.log(f"{busy.split(';')[0]}: this node kept a recovery record, so its own launcher of before may hold "
                  f"it; waiting up to {grace:.0f} s for it to end")
         deadline = time.monotonic() + grace

@@ -36,8 +36,8 @@ import time
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
 from .hostport import host_port, http_url
 from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
-from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir, state_root, stop_runs,
-                               unrecorded_runs)
+from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir,
+                               run_entrypoints, state_root, stop_runs, unrecorded_runs)
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
@@ -185,7 +185,12 @@ def unknown_run(env, run_id, starting=()):
         names = []
     has = (f"its runs: {', '.join(names[-10:])}" + (f" (last 10 of {len(names)})" if len(names) > 10 else "")
            if names else "it has none")
-    return f"no run {run_id!r} on this node (no {os.path.join(root, run_id)}): {has}"
+    # an entrypoint of that id keeping its folder under another $TMPDIR (another node of the run on this machine,
+    # or the same node asked from a shell without its TMPDIR): named, so the question can be asked there
+    elsewhere = sorted({os.path.dirname(root) for _, root, _ in run_entrypoints(run_id) if root})
+    there = (f"; an entrypoint of run {run_id!r} runs on this machine with TMPDIR={', '.join(elsewhere[:4])}: ask "
+             "with that TMPDIR" if elsewhere else "")
+    return f"no run {run_id!r} on this node (no {os.path.join(root, run_id)}): {has}{there}"
 
 
 def stop(args, env):
@@ -271,7 +276,9 @@ def live(args, env):
     except (OSError, URLError) as err:
         why = getattr(err, "reason", None) or err
         return {"schema": NODE_SCHEMA, "live": None, "error": f"nothing answers at {url} ({why}): not node 0, no job "
-                "running, or its metrics off (NODEWEAVE_METRICS=off, the spec's metrics.enabled false)"}, EXIT_FAILURE
+                "running, node 0 still gathering (it serves them from the end of its check-in on: "
+                "`nodeweave-entrypoint --status` says which nodes it waits for), or its metrics off "
+                "(NODEWEAVE_METRICS=off, the spec's metrics.enabled false)"}, EXIT_FAILURE
     except ValueError as err:  # not JSON, or not UTF-8
         problem = f"not JSON ({err})"
     if problem:

@@ -86,6 +86,23 @@ def exchange_holding(port, host="127.0.0.1", timeout=2):
     return said.get("job") if isinstance(said, dict) and said.get("t") == "challenge" else None
 
 
+def second_node_0(port, job, held=False):
+    """The refusal of a second start of node 0 of ``job`` on this machine, whose check-in exchange already answers
+    on ``port`` (``held``: the job id answering there, when the caller asked already), or None. One answer for
+    every path that meets the live node 0: its exchange port taken (walk8 B40), and its master port taken, which
+    under recovery was first read as this node's own launcher of before and waited on for a minute (walk12b
+    B12)."""
+    from ..errors import EXIT_TOPOLOGY, EntrypointError
+
+    held = exchange_holding(port) if held is False else held
+    if held is None or held != job:
+        return None
+    return EntrypointError(
+        f"node 0 of job {held!r} is already running on this machine (its check-in exchange answers on port "
+        f"{port}): this is a second start of node 0 (a second docker run or srun of it, a unit restarted while the "
+        "old process lives); two nodes claim rank 0: stop one", EXIT_TOPOLOGY)
+
+
 class Hub:
     """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
@@ -98,14 +115,12 @@ class Hub:
         try:
             self.sock = listener or listen(bind, port, backlog=512)
         except OSError as err:
-            from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+            from ..errors import EXIT_UNREACHABLE, EntrypointError
 
             held = exchange_holding(port) if err.errno == errno.EADDRINUSE else None
-            if held is not None and held == own_fp.get("job"):  # this very job's node 0 (walk8 B40)
-                raise EntrypointError(
-                    f"node 0 of job {held!r} is already running on this machine (its check-in exchange answers on "
-                    f"port {port}): this is a second start of node 0 (a second docker run or srun of it, a unit "
-                    "restarted while the old process lives); two nodes claim rank 0: stop one", EXIT_TOPOLOGY) from None
+            second = second_node_0(port, own_fp.get("job"), held)  # this very job's node 0 (walk8 B40)
+            if second is not None:
+                raise second from None
             said = os.strerror(err.errno) if err.errno else str(err)  # never the bind call's Python tuple
             whose = f" by node 0's exchange of another job ({held!r})" if held is not None else ""
             raise EntrypointError(f"cannot open the check-in exchange on port {port}: {said}{whose}; "
@@ -220,7 +235,7 @@ class Hub:
         """What ``--status`` shows: a summary first (``summary.py``: counts by state, the worst nodes and
         ranks), then every node and every rank up to ``summary.WHOLE_UP_TO`` nodes or when asked
         (``whole``, ``--status --all``); past a line's 1 MiB the answer goes as a frame (wire.py)."""
-        from .summary import WHOLE_UP_TO, nodes_summary, ranks_summary
+        from .summary import WHOLE_UP_TO, ended_state, nodes_summary, ranks_summary
         from .verdict import shared_view
 
         now = self.clock()
@@ -231,8 +246,8 @@ class Hub:
                   "state": "gathering" if self.verdict is None else "running"}]
         for peer in self.peers:
             waiting = peer.role not in (None, "member")
-            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else (
-                f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
+            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else \
+                ended_state(peer.done)
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it

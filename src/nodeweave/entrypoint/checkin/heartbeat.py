@@ -50,12 +50,25 @@ HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node a
 QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
 
 
-def describe(report):
-    """'exited 1' / 'was killed by signal 9' and the last lines, as printed."""
+def stop_signal(code):
+    """(exit code, signal name) of a waiting node's ``SystemExit`` from a stop signal (``supervise.stop_waiting``:
+    128+N): what it tells node 0, or node 0 tells the others, as a stop, not a failure."""
+    import signal
+
+    code = code if isinstance(code, int) else 1
+    try:
+        return code, signal.Signals(code - 128).name
+    except ValueError:
+        return code, f"exit {code}"
+
+
+def describe(report, whose=None):
+    """'exited 1' / 'was killed by signal 9' and the last lines, as printed. ``whose``: the node the lines are of,
+    named over them (walk12b B17: a spare printed node 0's traceback under "its last output:", read as its own)."""
     lines = [f"{report.get('how') or 'failed'}"]
     tail = [str(line)[:300] for line in (report.get("tail") or [])[-TAIL_LINES:]]
     if tail:
-        lines.append("its last output:")
+        lines.append(f"{whose}'s last output:" if whose else "its last output:")
         lines += [f"  | {line}" for line in tail]
     return lines
 
@@ -87,6 +100,7 @@ class Watch(WatchSurface):
         self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
         self.job_ended = False       # node 0 was stopped on purpose and told every node the job ends (walk10 B3)
         self.own_stop = None         # the stop signal this node was sent, once its launcher ended on it
+        self.sitting_out = False     # a spare or a left-out node waiting this generation out: it runs no launcher
         # recovery's node 0: whether `nodeweave stop` asked for this stop (its mark in the run's folder)
         self.stop_asked = stop_asked or (lambda: False)
 
@@ -132,7 +146,7 @@ class Watch(WatchSurface):
             self.failure, self.failure_code = (label, report), code
             self.failed_at = time.time()
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
-        lines = describe(report)
+        lines = describe(report, label if label != "this node" else None)
         stopped = report.get("stopped")  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
         # the launcher's output after the stop (torchrun's own traceback of the signal nodeweave sends) goes to
         # the file a stall stop uses (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on
@@ -148,15 +162,22 @@ class Watch(WatchSurface):
                 "restart policy) and checking in with it again" if self.recovery and hub_gone else
                 "for recovery (node 0 decides the next generation)" if self.recovery else f"(exit {code}: {why})")
         then += f"; its output from here on: {aside}" if aside else ""
+        # a node waiting this generation out (a spare, one left out) runs no launcher to stop (walk12b B17)
+        stopping = ("this node runs no launcher (it waits this generation out)" if self.sitting_out else
+                    "stopping this node's launcher")
+        if self.sitting_out and self.recovery and not job_ends:
+            then = (f"and waits up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its restart "
+                    "policy), then checks in with it again" if hub_gone else
+                    "and checks in again: node 0 decides the next generation, which may give it a place")
         if code == EXIT_STALLED:
             for line in lines[1:]:
                 self.log(line)
-            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
+            self.log(f"the job stalled at {label}: {lines[0]}; {stopping} {then}")
         else:
             lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
             was = (f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else
                    f"was declared lost by {lost_by}" if lost_by else "failed")
-            self.log(f"{label} {was}: {lines[0]}; stopping this node's launcher {then}")
+            self.log(f"{label} {was}: {lines[0]}; {stopping} {then}")
             for line in lines[1:]:
                 self.log(line)
         if stop and aside:  # after the last line: a stall report is what the user reads last
@@ -167,8 +188,11 @@ class Watch(WatchSurface):
     def _say_stopped(self, stopped, code, aside=None):
         """This node was sent a stop signal and its launcher ended: one line of its own (walk9 B9: a Ctrl-C on
         node 0 left only torchrun's tracebacks)."""
-        self.log(said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
-                              self._after_own_stop()))
+        line = said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
+                            self._after_own_stop())
+        if self.sitting_out:  # node 0 holding no training slot had no launcher to end (walk12b B5)
+            line = line.replace("this node's launcher ended", "no launcher was running", 1)
+        self.log(line)
 
     def job_was_ended(self):
         """Node 0 was stopped on purpose and told this node the job ends (walk10 B3): no generation follows."""
@@ -222,6 +246,7 @@ class LinkWatch(LinkStall, Watch):
     def sit_out(self):
         """A node without a place this generation (a spare, one left out): beat until node 0 ends the
         generation; True when it ended the job (nothing more to wait for), False for a next generation."""
+        self.sitting_out = True
         self.start()  # no launcher to stop
         try:
             self.thread.join()
@@ -235,13 +260,10 @@ class LinkWatch(LinkStall, Watch):
         """Tell node 0 that this waiting node (a spare, one left out) was stopped by a signal, as a training node's
         report says it, so node 0 does not blame the network or a kill (walk11b B15: "is gone: its connection
         closed without a report"). Lost to this generation: never waited for at the next."""
-        import signal
-
-        code = code if isinstance(code, int) else 1
-        try:
-            name = signal.Signals(code - 128).name
-        except ValueError:
-            name = f"exit {code}"
+        # this node's own closing of the connection is not node 0 failing: the beats' thread says nothing more
+        # (walk12b B18: "node 0 ... failed: its exchange closed without a word" after this node's exit line)
+        self.stopping.set()
+        code, name = stop_signal(code)
         try:
             self._send({"t": "exit", "code": code, "stopped": name, "lost": True,
                         "how": f"stopped by {name} while it waited (no launcher running)"})
@@ -386,8 +408,18 @@ class HubWatch(HubStall, Watch):
         runs: waiting for the thread to end then waited for ever)."""
         self.start()  # no launcher on this node to stop
         self.own_done.set()
-        while self.thread.is_alive() and self.fault() is None:
-            self.thread.join(0.2)
+        try:
+            while self.thread.is_alive() and self.fault() is None:
+                self.thread.join(0.2)
+        except SystemExit as stop:
+            # a stop signal while it watches (supervise.stop_waiting): node 0 tells the others as a training node 0
+            # does, so Ctrl-C ends the job on every node (walk12b B5: they heard "closed without a word" and
+            # waited wait_timeout for a node 0 that had been stopped on purpose)
+            code, name = stop_signal(stop.code)
+            self.sitting_out = True
+            self.finish(code, f"stopped by {name} while it held no training slot (no launcher running)", [],
+                        stopped=name)
+            raise
         return self.finish(0, "node 0 holds no training slot", [])
 
     def use_stall(self, stall):

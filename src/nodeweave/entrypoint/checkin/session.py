@@ -185,11 +185,7 @@ class CheckIn:
         if verdict["decision"] != "start":
             if watch is not None:
                 watch.close()
-            if verdict.get("scope") == "this node":
-                raise EntrypointError(f"node 0 turned this node away: {refused_checks(verdict)} (table above); the job "
-                                      "goes on without it", EXIT_TOPOLOGY)
-            raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on every "
-                                  "node)", EXIT_TOPOLOGY)
+            raise refusal_error(verdict)
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
 
     def _as_node_0(self):
@@ -311,6 +307,18 @@ class CheckIn:
                                           "(NODEWEAVE_WAIT_TIMEOUT sets how long a node waits for it)",
                                           EXIT_UNREACHABLE) from None
                 time.sleep(RETRY_S)
+
+
+def refusal_error(verdict):
+    """The last line of a refused check-in, whichever path heard it (a plain start, recovery's node 0 or another
+    node): a verdict for this node alone (``scope``, ``heartbeat.turned_away``: a node started twice, a late one)
+    says the job goes on; only the job's refusal says every node exits (walk12b B11: a node started twice under
+    recovery read "check-in refused the job ... the same on every node" while the job went on)."""
+    if verdict.get("scope") == "this node":
+        return EntrypointError(f"node 0 turned this node away: {refused_checks(verdict)} (said above); this node "
+                               "exits, the job goes on without it", EXIT_TOPOLOGY)
+    return EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on every "
+                           "node)", EXIT_TOPOLOGY)
 
 
 def refused_checks(verdict):

@@ -10,6 +10,17 @@ WHOLE_UP_TO = 64   # nodes: a job this small is listed whole (what a person read
 WORST = 16         # nodes, and ranks, a summary names
 
 
+def ended_state(done):
+    """A node's state once it ended (its report ``done``), in words: ``finished ...``, ``stopped: ...`` for one sent a
+    stop signal on purpose (walk12b B18: a left-out node stopped by SIGTERM while it waited was counted
+    ``failed``, node 0's own line saying "was stopped"), else ``failed: ...``; the state's first word is its count's
+    key (``nodes_summary``) and /metrics' ``state`` label (``metrics.collect``)."""
+    how = done.get("how")
+    if done.get("code") == 0:
+        return f"finished {how}"
+    return f"stopped: {how}" if done.get("stopped") else f"failed: {how}"
+
+
 def _node_badness(node):
     """Sort key, worst first: failed, then lost or silent, then flagged by the verdict, then finished."""
     state = node.get("state") or ""
@@ -46,7 +57,7 @@ def nodes_summary(nodes, verdict, stall=None):
     states = {}
     for node in nodes:
         state = node.get("state") or "?"
-        key = "failed" if state.startswith("failed") else "finished" if state.startswith("finished") else state
+        key = next((word for word in ("failed", "finished", "stopped") if state.startswith(word)), state)
         states[key] = states.get(key, 0) + 1
     marked = [dict(node, flagged=_rank(node) in flagged) for node in nodes if not node.get("own")]
     import heapq

@@ -473,7 +473,8 @@ def render_table(verdict):
             if line[i] != ref[i]:
                 line[i] += " *"
     widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + body]
+    # no row, no table: a verdict for one node turned away has none (walk12b B11: a lone "  node" header)
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + body] if body else []
     if len(body) > 1:
         lines.append("  (* differs from node 0)")
     others = (verdict.get("nodes") or 0) - len(body)

@@ -41,6 +41,8 @@ def newest_checkpoint(folder):
 def _peer_state(peer):
     if peer.done is None:
         return "running"
+    if peer.done.get("stopped") and peer.done.get("code") != 0:  # sent a stop on purpose (walk12b B18)
+        return "stopped"
     if peer.done.get("lost"):
         return "lost"
     return "finished" if peer.done.get("code") == 0 else "failed"

@@ -706,3 +706,13 @@ def padded_refusal(name, value, flag=False):
 BY_KEY = {row.key: row for row in SETTINGS}
 BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}
 TOPOLOGY_KEYS = tuple(row.key for row in SETTINGS if row.topology)
+
+
+def setting_credit(settings, key):
+    """``default; set with --flag / VARIABLE, the spec's field`` for a line that names a setting's value to a user:
+    where this node got it first, then every way to set it (walk12b B19: the restart budget's end named only
+    ``recovery.max_restarts`` to a node started with flags and no spec), as the --explain rows credit theirs."""
+    row = BY_KEY[key]
+    ways = " / ".join(way for way in (row.flag, row.variable) if way)
+    spec = f", the spec's {row.spec}" if row.spec else ""
+    return f"{settings.source(key)}; set with {ways}{spec}"

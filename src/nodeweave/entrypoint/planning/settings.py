@@ -160,6 +160,13 @@ def parse(argv, env):
     for row in SETTINGS:
         if row.topology or row.key in options:
             continue
+        if row.variable in env and not env[row.variable].strip() and not getattr(row.read, "words", False):
+            # the flag's rule for its variable (walk12b B7): `-e NODEWEAVE_CHECKPOINT_DIR=$CKPT` with CKPT unset
+            # started a recovering job whose every generation began from step 0, behind one warning
+            unread.append(UsageError(
+                f"{row.variable} is set but empty ({env[row.variable]!r}): {row.help}; unset it for its default "
+                f"(an unset variable in `-e {row.variable}=$VALUE` or the compose file?)"))
+            continue
         if env.get(row.variable, "") != "":
             read(row, env[row.variable], row.variable)
     settings = Settings(

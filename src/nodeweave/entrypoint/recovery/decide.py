@@ -41,12 +41,18 @@ __all__ = ("FOR_GOOD", "Limits", "first", "came_back", "judged", "ended", "after
 class Limits:
     """The spec's ``recovery`` fields that decide, and the job's size."""
 
-    __slots__ = ("slots", "minimum", "max_restarts", "no_progress", "folder")
+    __slots__ = ("slots", "minimum", "max_restarts", "no_progress", "folder", "credit")
 
-    def __init__(self, slots, minimum, max_restarts, no_progress, folder=None):
+    def __init__(self, slots, minimum, max_restarts, no_progress, folder=None, credit=None):
         self.slots, self.minimum = slots, minimum            # training nodes wanted; fewest an elastic job takes
         self.max_restarts, self.no_progress = max_restarts, no_progress  # 0 = no such brake
         self.folder = folder  # the checkpoint folder node 0 scans: the no-progress verdict names it (walk10 B17)
+        # setting key -> where this node got it and how to set it (``contract.setting_credit``): the verdicts name
+        # a brake as the user gave it, not by the spec's field alone (walk12b B19)
+        self.credit = dict(credit or {})
+
+    def said(self, key, field):
+        return self.credit.get(key) or field
 
 
 def first(present, limits, step=None, saves_before=None):
@@ -136,10 +142,10 @@ def after_fault(book, culprit, why, present, step, limits):
                    stale=progress.restarts_without_progress(), left_out=left_out, why=reasons)
     if limits.max_restarts and restarts > limits.max_restarts:
         return _stop(book, EXIT_GAVE_UP, f"restart budget spent: {limits.max_restarts} restart(s) "
-                     f"(recovery.max_restarts); the last fault: {why}")
+                     f"({limits.said('recovery_max_restarts', 'recovery.max_restarts')}); the last fault: {why}")
     if limits.no_progress and progress.stalled:
-        return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict(limits.folder)} (recovery.no_progress_restarts "
-                     f"{limits.no_progress}); the last fault: {why}")
+        return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict(limits.folder)} (no-progress brake {limits.no_progress}: "
+                     f"{limits.said('no_progress_restarts', 'recovery.no_progress_restarts')}); the last fault: {why}")
     available = set(present) - book.for_good - ({culprit} if culprit is not None else set())
     members, spares = _fill(book.members, available, limits.slots)
     if len(members) < limits.minimum:

@@ -7,7 +7,7 @@ slot may go to a spare, and the spare is then the rendezvous host (docs/recovery
 import os
 import time
 
-from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
+from ..errors import EXIT_PEER_FAILED
 from ..news import Cause, News
 from . import decide
 from .book import Book, Decision
@@ -170,7 +170,7 @@ class HubSide:
         """The check-in of one generation: the verdict (refused: every node exits 3) and, at a regather,
         {identity: why} of the nodes in that node 0 cannot reach (``Hub.unreachable``: its connect-back to the
         node failed): those are left out, not judged, where the first check-in refuses the job for them."""
-        from ..checkin.session import record_verdict, refused_checks, say_verdict
+        from ..checkin.session import record_verdict, refusal_error, say_verdict
 
         info = self.plan.exchange
         started = time.monotonic()
@@ -222,8 +222,7 @@ class HubSide:
                 hub.turn_away(refused_because(verdict))
             hub.keep_listener = False
             hub.close()
-            raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
-                                  "every node)", EXIT_TOPOLOGY)
+            raise refusal_error(verdict)
         return verdict, unreachable
 
     def _regather(self, expected, deadline):

@@ -2,7 +2,7 @@
 
 import time
 
-from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
+from ..errors import EXIT_PEER_FAILED
 from . import decide
 from .book import Book, Decision, Role
 from .carried import carried
@@ -36,10 +36,9 @@ class NodeSide:
                 record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             if verdict["decision"] != "start":
                 channel.close()
-                from ..checkin.session import refused_checks
+                from ..checkin.session import refusal_error
 
-                raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
-                                      "every node)", EXIT_TOPOLOGY)
+                raise refusal_error(verdict)
             book = Book.from_json(verdict.get("recovery") or {})
             keep(self.settings, self.plan.topology, decide.kept_by(book, self.identity))
             self.carried = carried(book.to_json(public=True))

@@ -13,7 +13,7 @@ class Config:
     """The recovery settings and the job's size (from the node count as given, before spares are added)."""
 
     def __init__(self, settings, topo):
-        from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+        from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, setting_credit
         from . import decide  # with the typed book: recovery's alone, not the start-up path's (roles.py)
 
         self.spares = settings.get("spares", 0) or 0
@@ -21,7 +21,9 @@ class Config:
         self.nodes = self.slots + self.spares  # containers: every identity 0..nodes-1
         self.limits = decide.Limits(self.slots, self.minimum, settings.get("recovery_max_restarts", RECOVERY_RESTARTS),
                                     settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS),
-                                    settings.get("checkpoint_dir"))
+                                    settings.get("checkpoint_dir"),
+                                    {key: setting_credit(settings, key)
+                                     for key in ("recovery_max_restarts", "no_progress_restarts")})
         self.folder = settings.get("checkpoint_dir")
 
 

@@ -164,28 +164,67 @@ def _own_root(pid):
     return os.path.realpath(os.path.join(cwd, state_root(env)))
 
 
-def unrecorded_runs(run_id, recorded, env):
-    """Entrypoints of this node started with ``--run-id RUN_ID`` that have not written their record yet (just
-    exec'd). This node's only: an entrypoint whose ``$TMPDIR/nodeweave`` is another folder is another node's, even
-    on this machine with the same run id (walk10 B9: node 1's ``--node stop --run ID`` SIGKILLed node 0, which
-    `nodeweave run` had started beside it with a TMPDIR of its own)."""
+ENTRYPOINT_NAMES = ("nodeweave-entrypoint", "nodeweave-entrypoint.pyz", "nodeweave.entrypoint")
+
+
+def entrypoint_run_id(argv):
+    """The ``--run-id`` of an entrypoint's command line (its words), or None when the words are not the entrypoint's
+    (its program: ``nodeweave-entrypoint``, the zipapp, ``python -m nodeweave.entrypoint``, the first word that is
+    no interpreter option) or give no run id among its options, before ``--`` or the training command: a wrapper
+    script given ``--run-id hf1`` (``./start.sh ... --run-id hf1``) is no entrypoint of run hf1 (walk12b B6: a
+    report of it answered an all-null report, exit 0, and ``--node stop --run hf1`` would stop the script)."""
+    words = list(argv)
+    for at, word in enumerate(words[:8]):
+        if os.path.basename(word) in ENTRYPOINT_NAMES:
+            break
+        # only an interpreter or a wrapper of the exec may come first: `python3 -m`, `tini -g --`, `setsid`, `env X=1`
+        if not (word.startswith("-") or "=" in word or
+                os.path.basename(word).startswith(("python", "env", "setsid", "tini", "dumb-init"))):
+            return None
+    else:
+        return None
+    options = words[at + 1:]
+    options = options[:options.index("--")] if "--" in options else options
+    for i, word in enumerate(options):
+        if word == "--run-id" and i + 1 < len(options):
+            return options[i + 1]
+        if word.startswith("--run-id="):
+            return word.partition("=")[2]
+    return None
+
+
+def run_entrypoints(run_id, skip=()):
+    """[(pid, state folder)] of the live entrypoints on this machine started with ``--run-id RUN_ID``, whichever
+    ``$TMPDIR`` each has (``_own_root``: None where its environment cannot be read)."""
     found = []
-    needle = f"--run-id\0{run_id}\0".encode()
-    own = os.path.realpath(state_root(env))
+    needle = f"{run_id}\0".encode()
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in recorded or int(name) == os.getpid():
+        if not name.isdigit() or int(name) in skip or int(name) == os.getpid():
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 cmdline = f.read()
         except OSError:
             continue
-        if needle not in cmdline or _own_root(name) != own:
+        if needle not in cmdline:
+            continue
+        words = [w.decode("utf-8", "replace") for w in cmdline.split(b"\0")[:-1]]
+        if entrypoint_run_id(words) != run_id:
             continue
         stat = proc_stat(int(name))
         if stat is not None and stat[0] != "Z":
-            found.append({"run_id": run_id, "pid": int(name), "starttime": stat[3], "state": "starting"})
+            found.append((int(name), _own_root(name), stat[3]))
     return found
+
+
+def unrecorded_runs(run_id, recorded, env):
+    """Entrypoints of this node started with ``--run-id RUN_ID`` that have not written their record yet (just
+    exec'd). This node's only: an entrypoint whose ``$TMPDIR/nodeweave`` is another folder is another node's, even
+    on this machine with the same run id (walk10 B9: node 1's ``--node stop --run ID`` SIGKILLed node 0, which
+    `nodeweave run` had started beside it with a TMPDIR of its own)."""
+    own = os.path.realpath(state_root(env))
+    return [{"run_id": run_id, "pid": pid, "starttime": started, "state": "starting"}
+            for pid, root, started in run_entrypoints(run_id, recorded) if root == own]
 
 
 def still_in_progress(what, record, then):
