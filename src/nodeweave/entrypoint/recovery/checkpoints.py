@@ -100,12 +100,15 @@ class NotASave(Exception):
 
 
 class Scan:
-    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, and
+    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, ``pointers``
+    [(path, why)]: pointer files naming no save there (no save themselves), and
     ``unjudged`` [(path, why)]: folders holding checkpoint-like files in a layout no rule here knows."""
 
     def __init__(self):
         self.complete = []
         self.incomplete = []
+        self.pointers = []  # (path, why): a library's pointer file (latest, Megatron's tracker) naming no save there:
+        # said as passed over, never counted as a save, cut off or not (walk12 B4)
         self.unjudged = []
         self.stepless = []  # (path, why): plain saved files whose name gives no step, never candidates
         self.candidates = []  # (path, step, layout, judge: () -> (complete, text[, step]))
@@ -554,14 +557,14 @@ def _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit):
         if limit is None and name in root:
             why = _pointer_problem(root, name, parse)
             if why:
-                result.incomplete.append((root.join(name), f"{name} {why}: the library's own resume reads it and "
+                result.pointers.append((root.join(name), f"{name} {why}: the library's own resume reads it and "
                                           f"would fail; node 0 hands out the newest save that is there: {remedy}"))
     for name, save, remedy in pointed:
         text = (deepspeed_limit if name == "latest" else megatron_limit)[1]
         if name == "latest":
             save = text[len("latest ("):-1]
         if save not in root.names:
-            result.incomplete.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
+            result.pointers.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
                                       "library's own resume reads it and would fail; node 0 hands out the newest "
                                       f"save that is there: {remedy}"))
 
@@ -699,8 +702,10 @@ def _lone_temporary(root, name, result):
     for suffix in TEMP_SUFFIXES:
         final = name[:-len(suffix)]
         if name.endswith(suffix) and _PLAIN_FILE.fullmatch(final) and final not in root:
-            result.verdict(root.join(final), named_step(final), "file", False,
-                           f"only {name} exists: the save never reached its rename")
+            # the path is the file that is there (walk12 B20: `ckpt_500.pt`, not in the folder, was named as cut
+            # off, and a pre-flight script acting on the path got "No such file"); the save's name is in the why
+            result.verdict(root.join(name), named_step(final), "file", False,
+                           f"the save {final} never reached its rename: only {name} exists")
             return True
     return False
 
