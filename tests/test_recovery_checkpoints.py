@@ -69,13 +69,13 @@ def test_a_real_dcp_save_is_complete_and_its_shards_are_read_from_metadata(tmp_p
     dcp(tmp_path / "step-100")
     dcp(tmp_path / "step-200")
     found = newest_complete(tmp_path)
-    assert found == Checkpoint(str(tmp_path / "step-200"), 200, "torchtitan",
+    assert found == Checkpoint(str(tmp_path / "step-200"), 200, "dcp",
                                "DCP: .metadata lists 2 shard file(s), all present with their sizes")
     assert incomplete(tmp_path) == []
 
 
 @pytest.mark.parametrize("damage, reason", [
-    (lambda d: (d / ".metadata").unlink(), "2 shard file(s) but no .metadata (written last)"),
+    (lambda d: (d / ".metadata").unlink(), "2 shard file(s) but no .metadata (torch.distributed.checkpoint writes it last)"),
     (lambda d: (d / "__1_0.distcp").unlink(), "__1_0.distcp, listed in .metadata, is missing"),
     (lambda d: os.truncate(d / "__1_0.distcp", 100), "__1_0.distcp holds 100 bytes, .metadata needs 3666"),
     (lambda d: write(d / ".metadata.tmp"), "unfinished files remain (.metadata.tmp)"),
@@ -449,7 +449,7 @@ def test_a_checkpoint_record_is_frozen_and_turns_into_json(tmp_path):
     found = newest_complete(tmp_path)
     with pytest.raises(AttributeError):
         found.step = 2
-    assert found.to_dict() == {"path": found.path, "step": 1, "layout": "torchtitan", "why": found.why}
+    assert found.to_dict() == {"path": found.path, "step": 1, "layout": "dcp", "why": found.why}
     assert scan(tmp_path).complete == [found]
 
 
