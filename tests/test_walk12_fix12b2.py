@@ -82,3 +82,89 @@ def test_b20_a_save_that_never_reached_its_rename_is_named_by_the_file_there(tmp
     assert paths == [str(tmp_path / f"ckpt_500.pt{suffix}")] * 2, paths
     assert all(os.path.exists(path) for path in paths)
     assert "ckpt_500.pt never reached its rename" in scan(str(tmp_path)).incomplete[0][1]
+
+
+def _dcp_save(folder, torch):
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"w": torch.ones(4)}, checkpoint_id=str(folder), no_dist=True)
+
+
+def _deepspeed_save(folder, torch):
+    folder.mkdir(parents=True)
+    torch.save({"module": {"w": torch.ones(2)}, "dp_world_size": 1, "mp_world_size": 1, "global_steps": 7},
+               str(folder / "mp_rank_00_model_states.pt"))
+
+
+# one folder name per layout the finder knows by name, step 100 (checked against its table, _NAME_PATTERNS)
+NAMED = {"hf-trainer": "checkpoint-100", "dcp": "step-100", "deepspeed": "global_step100",
+         "megatron": "iter_0000100", "accelerate": "checkpoint_100"}
+
+
+@pytest.mark.parametrize("kind, name", sorted(NAMED.items()))
+def test_b15_a_save_is_judged_and_named_by_what_it_holds_not_its_folder_name(tmp_path, kind, name):
+    """B15: a plain torch.distributed.checkpoint save cut short in `step-15` was said as `torchtitan: no .metadata`:
+    the layout named after the folder's name. The class: every folder named like a layout was judged by that name's
+    rule alone, so a whole DCP save in `checkpoint-100` was refused as a Trainer's without trainer_state.json, and a
+    whole DeepSpeed tag in `step-100` as `no .metadata`. A folder is judged, and named, by the layout its files
+    show (the format's name, `dcp`, never TorchTitan's); its name's rule only when its files show none."""
+    torch = pytest.importorskip("torch")
+    from nodeweave.entrypoint.recovery.checkpoints import _NAME_PATTERNS, scan
+
+    assert dict(_NAME_PATTERNS)[kind].fullmatch(name) and {k for k, _ in _NAME_PATTERNS} == set(NAMED)
+    held = "deepspeed" if kind == "dcp" else "dcp"
+    (_deepspeed_save if held == "deepspeed" else _dcp_save)(tmp_path / name, torch)
+    found = scan(str(tmp_path))
+    if kind == "megatron":  # Megatron's torch_dist iteration is a DCP save: its own rule judges it (metadata.json)
+        assert found.complete == [] and found.incomplete[0][1].startswith("megatron: "), found.incomplete
+        return
+    assert [(c.layout, os.path.basename(c.path)) for c in found.complete] == [(held, name)], found.incomplete
+    # cut short: said by the format it is, named as the library the user called
+    (tmp_path / name / (".metadata" if held == "dcp" else "mp_rank_00_model_states.pt")).unlink()
+    if held == "dcp":
+        why = scan(str(tmp_path)).incomplete[0][1]
+        assert why.startswith("dcp: ") and "torch.distributed.checkpoint" in why and "torchtitan" not in why, why
+
+
+def _make(kind, path):
+    import socket
+
+    if kind == "named pipe":
+        os.mkfifo(path)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.close()
+
+
+def _refusals(tmp_path, name):
+    """Every refusal of a path that should be a folder, as each member says it."""
+    from pathlib import Path
+
+    from nodeweave.entrypoint.faults import _resume_from
+    from nodeweave.runs.history import _no_run_path
+    from nodeweave.spec.sections.job import workspace_folder_problem
+
+    class Settings:
+        sysroot = "/"
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+    node = cli_run.entrypoint("--explain", "--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                              "--recovery", "on", "--spares", "1", "--checkpoint-dir", name, "--", "train.py",
+                              cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)), capture_output=True,
+                              text=True, timeout=60)
+    assert node.returncode == 2, node.stderr
+    return {"--checkpoint-dir": node.stderr,
+            "--explain scan": _resume_from(Settings(), str(tmp_path / name))[0],
+            "workspace.path": workspace_folder_problem(tmp_path, name),
+            "runs show PATH": _no_run_path(Path(tmp_path / name), str(tmp_path / name))}
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "socket"])
+def test_b16_a_path_that_is_no_folder_is_said_as_what_is_there(tmp_path, kind):
+    """B16: `--checkpoint-dir ckfifo` was refused as `... which is a file, not a folder` of a named pipe. Every
+    refusal of a non-folder where a folder belongs (the checkpoint folder, --explain's scan, the spec's
+    workspace.path, a path given to `runs show`) says what is there, by the one rule (bounded.what_is_there)."""
+    _make(kind, tmp_path / "x")
+    for member, said in _refusals(tmp_path, "x").items():
+        assert f"a {kind}" in said and "a file," not in said, (member, said)
