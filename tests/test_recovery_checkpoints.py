@@ -319,8 +319,8 @@ def test_plain_files_are_complete_when_not_empty_and_no_temporary_is_beside_them
     found = reasons(tmp_path)
     assert "ckpt_200.pt.tmp beside it" in found["ckpt_200.pt"]
     assert "empty" in found["model_step300.pt"]
-    assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt"]
-    assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt"}
+    assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt.partial"]  # the file there (walk12 B20)
+    assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt.partial"}
 
 
 def test_a_torch_save_or_safetensors_file_cut_off_mid_write_is_incomplete(tmp_path):

@@ -168,3 +168,46 @@ def test_b16_a_path_that_is_no_folder_is_said_as_what_is_there(tmp_path, kind):
     _make(kind, tmp_path / "x")
     for member, said in _refusals(tmp_path, "x").items():
         assert f"a {kind}" in said and "a file," not in said, (member, said)
+
+
+# generation 2 of the walker's job j1: node 3 trains as rank 1, node 1 (left out once, back) as rank 2, node 2 out
+BOOK = {"generation": 2, "members": [0, 3, 1], "spares": [], "left_out": {"1": 1, "2": 1}, "restarts": 2}
+
+
+def test_b2_the_worst_nodes_of_status_are_keyed_by_node_not_rank():
+    """B2: `summary.worst` rows were keyed `'rank': 3` for node 3, which trained as rank 1 (the stall line beside
+    them says `rank 2 (node 2, vm)`, ranks and nodes apart). A node's index is `node`."""
+    from nodeweave.entrypoint.checkin.summary import nodes_summary
+
+    nodes = [{"fp": {"rank": 0}, "own": True, "state": "running"},
+             {"fp": {"rank": 3, "hostname": "vm"}, "own": False, "state": "running", "silent_s": 1.0}]
+    worst = nodes_summary(nodes, None)["worst"]
+    assert worst == [{"node": 3, "hostname": "vm", "seen": None, "state": "running", "flagged": False,
+                      "silent_s": 1.0}], worst
+
+
+def _views_of_left_out(tmp_path, monkeypatch):
+    """Every view that says which nodes are left out of the current generation, as each says it."""
+    from nodeweave.entrypoint.nodeinfo import _recovery
+    from nodeweave.entrypoint.metrics import collect
+    from test_metrics_collect import live_of
+
+    job = tmp_path / "nodeweave" / "jobs" / "j1-29600"
+    job.mkdir(parents=True)
+    (job / "recovery.json").write_text(json.dumps(BOOK))
+    live = live_of(tmp_path, None)
+    monkeypatch.setattr(live, "book", lambda: BOOK)
+    gauge = [samples for name, _, _, samples in collect.families(live) if name == "nodeweave_nodes_left_out"]
+    return {"--node report": len(_recovery({"TMPDIR": str(tmp_path)})["left_out"]), "/metrics": gauge[0][0][1]}
+
+
+def test_b2_left_out_names_only_the_nodes_left_out_now(tmp_path, monkeypatch):
+    """B2: `recovery.left_out` of `--status` said `{'1': 1, '2': 1}` while node 1 trained: the book's count of
+    every time a node was left out, read as who is out now; the `nodeweave_nodes_left_out` gauge ("nodes left out
+    of the current generation") and `--node report`'s recovery counted it the same way. Each view names the nodes
+    left out now (news.left_out_now), the counts under `times_left_out`."""
+    from nodeweave.entrypoint.news import left_out_now
+
+    assert left_out_now(BOOK) == [2]
+    views = _views_of_left_out(tmp_path, monkeypatch)
+    assert views == {"--node report": 1, "/metrics": 1}, views

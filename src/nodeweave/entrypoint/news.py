@@ -103,3 +103,12 @@ class News:
                 out.append(self._queue.get_nowait())
             except queue.Empty:
                 return out
+
+
+def left_out_now(book):
+    """The identities a book (its JSON: ``Book.to_json``) leaves out of its generation now, sorted: ``left_out``'s
+    keys (every node ever left out, each with how many times) less the generation's members and spares. Every
+    view that says "left out" of the current generation reads this (walk12 B2: ``--status`` listed node 1 as left
+    out while it trained, and the ``nodeweave_nodes_left_out`` gauge counted it)."""
+    back = set(book.get("members") or ()) | set(book.get("spares") or ())
+    return sorted(node for node in (int(key) for key in (book.get("left_out") or {})) if node not in back)

@@ -250,8 +250,12 @@ class Hub:
                                  "deadline_in_s": round(max(0.0, deadline - now), 1)}
         book = (self.verdict or {}).get("recovery")
         if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
-            answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "left_out",
-                                                                   "restarts") if key in book}
+            from ..news import left_out_now
+
+            answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "restarts")
+                                  if key in book}
+            # the nodes left out now; how often each node was ever left out under its own key (walk12 B2)
+            answer["recovery"].update(left_out=left_out_now(book), times_left_out=book.get("left_out") or {})
         if whole:
             answer.update(nodes=nodes, verdict=self.verdict)
         else:

@@ -9,6 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
+from ..news import left_out_now
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -72,7 +73,7 @@ def families(live, now=None):
         family("nodeweave_restarts_limit", "gauge", "The restart budget (recovery.max_restarts).",
                [(base, live.limits["max_restarts"])])
     family("nodeweave_nodes_left_out", "gauge", "Nodes recovery left out of the current generation.",
-           [(jobwide, len(book.get("left_out") or {}))])
+           [(jobwide, len(left_out_now(book)))])
     family("nodeweave_spares_waiting", "gauge", "Spare nodes waiting to take a left-out node's place.",
            [(jobwide, len(book.get("spares") or []))])
     family("nodeweave_training_nodes", "gauge", "Nodes training in the current generation.",
