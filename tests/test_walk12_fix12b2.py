@@ -211,3 +211,34 @@ def test_b2_left_out_names_only_the_nodes_left_out_now(tmp_path, monkeypatch):
     assert left_out_now(BOOK) == [2]
     views = _views_of_left_out(tmp_path, monkeypatch)
     assert views == {"--node report": 1, "/metrics": 1}, views
+
+
+def _hub_of_walk(spare=3):
+    """Node 0's Hub with nodes 1-3 checked in in the walker's order (3, 2, 1), node ``spare`` a spare."""
+    from test_exchange_linear import hub_with
+
+    hub = hub_with(4)
+    hub.peers.reverse()
+    next(p for p in hub.peers if p.fp["rank"] == spare).role = "spare"
+    return hub
+
+
+def test_b1_every_view_of_the_nodes_is_in_node_order_and_says_a_spare_waits(tmp_path):
+    """B1: top and /status.json listed the nodes 0, 3, 2, 1 (by arrival) and the spare as `running`, while
+    --status said `spare (waiting)`. Every view (--status, /status.json, /metrics' node_up state label) lists the
+    nodes by index and says a waiting node by the one word (exchange.Peer.waiting)."""
+    from nodeweave.entrypoint.metrics import collect, exposition
+    from test_metrics_collect import live_of
+
+    hub = _hub_of_walk()
+    status = [(n["fp"]["rank"], n["state"]) for n in hub.status()["nodes"]]
+    assert status == [(0, "gathering"), (1, "running"), (2, "running"), (3, "spare (waiting)")], status
+    from test_metrics_collect import Watch
+
+    watch = Watch(1, 1)
+    watch.hub.peers = hub.peers  # the real Hub's peers, in the order they arrived
+    live = live_of(tmp_path, watch)
+    shown = [(n["node"], n["state"]) for n in collect.status(live)["nodes"]]
+    assert shown == [(0, "running"), (1, "running"), (2, "running"), (3, "spare (waiting)")], shown
+    text = exposition.render(collect.families(live))
+    assert 'node="3"' in text and 'state="spare (waiting)"' in text, text

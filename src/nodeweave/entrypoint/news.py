@@ -112,3 +112,10 @@ def left_out_now(book):
     out while it trained, and the ``nodeweave_nodes_left_out`` gauge counted it)."""
     back = set(book.get("members") or ()) | set(book.get("spares") or ())
     return sorted(node for node in (int(key) for key in (book.get("left_out") or {})) if node not in back)
+
+
+def by_node(peer):
+    """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
+    nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""
+    rank = (peer.fp or {}).get("rank")
+    return (0, rank) if isinstance(rank, int) else (1, 0)

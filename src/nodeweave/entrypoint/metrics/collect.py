@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import left_out_now
+from ..news import by_node, left_out_now
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -40,8 +40,8 @@ def newest_checkpoint(folder):
 
 
 def _peer_state(peer):
-    if peer.done is None:
-        return "running"
+    if peer.done is None:  # a spare or left-out node waits, as --status says it (walk12 B1: "running")
+        return peer.waiting() or "running"
     if peer.done.get("lost"):
         return "lost"
     return "finished" if peer.done.get("code") == 0 else "failed"
@@ -99,12 +99,12 @@ def families(live, now=None):
             fp = peer.fp or {}
             node, host = str(fp.get("rank")), fp.get("hostname")
             state, role = _peer_state(peer), peer.role or "member"
-            if state == "running":
+            if peer.done is None:
                 beats.append((_LABELS.get(("beat", job, node, host)) or _remember(
                     ("beat", job, node, host), dict(base, node=node, host=host)), max(0.0, clock - peer.last_heard)))
             ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
                 ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
-                1 if state == "running" else 0))
+                1 if peer.done is None else 0))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
            ups)
@@ -260,7 +260,7 @@ def status(live, now=None):
         nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running",
                       "role": hub_role(live, own.get("rank", 0)), "heartbeat_age_s": 0.0})
         clock = watch.clock()
-        for peer in list(watch.hub.peers):
+        for peer in sorted(watch.hub.peers, key=by_node):  # by node index, as --status lists them (walk12 B1)
             fp = peer.fp or {}
             nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
                           "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
