@@ -242,3 +242,21 @@ def test_b1_every_view_of_the_nodes_is_in_node_order_and_says_a_spare_waits(tmp_
     assert shown == [(0, "running"), (1, "running"), (2, "running"), (3, "spare (waiting)")], shown
     text = exposition.render(collect.families(live))
     assert 'node="3"' in text and 'state="spare (waiting)"' in text, text
+
+
+def test_b3_a_generation_says_the_node_by_its_identity_and_its_training_rank_apart():
+    """B3: node 1, training as rank 2 in generation 4, said `generation 4: node 2 of 3, ...`, the words node 0's
+    lines use for node 2. A recovery generation's launch line names the node as node 0 does and its training rank
+    beside it (`node 1 (training rank 2 of 3)`); a start outside recovery says `node N of M` as before."""
+    import types
+
+    from nodeweave.entrypoint.announce import summary
+
+    value = types.SimpleNamespace
+    plan = value(topology=value(nproc_per_node=value(value=1), world_size=None, node_rank=value(value=2),
+                                nnodes=value(value=3), master_addr=value(value="127.0.0.1"),
+                                master_port=value(value=29600)),
+                 launch=value(launcher="torchrun", argv=["torchrun"]), env=[])
+    assert summary(plan, identity=1).startswith("node 1 (training rank 2 of 3), 1 process(es) each"), \
+        summary(plan, identity=1)
+    assert summary(plan).startswith("node 2 of 3, "), summary(plan)
