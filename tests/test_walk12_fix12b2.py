@@ -260,3 +260,24 @@ def test_b3_a_generation_says_the_node_by_its_identity_and_its_training_rank_apa
     assert summary(plan, identity=1).startswith("node 1 (training rank 2 of 3), 1 process(es) each"), \
         summary(plan, identity=1)
     assert summary(plan).startswith("node 2 of 3, "), summary(plan)
+
+
+@pytest.mark.parametrize("identity, expected", [(1, "node-1"), (None, "node-2")], ids=["recovery", "plain"])
+def test_b3_a_nodes_rank_folder_and_its_files_are_named_by_the_node_itself(tmp_path, identity, expected):
+    """B3, the other member: node 1 training as rank 2 kept its ranks' folder, and its launcher's output once
+    stopped, as `ranks/j1-29600/node-2/launcher-after-stop-node-2.log`; node 3's disk held a `node-1/`. Under
+    recovery both are named by the node's own index; the ranks' views still carry the launch's node rank."""
+    import types
+
+    from nodeweave.entrypoint.stall.setup import FOLDER_VARIABLE, attach
+
+    value = types.SimpleNamespace
+    got = []
+    watch = value(use_stall=got.append)
+    plan = value(topology=value(job_id="j1", master_port=value(value=29600), node_rank=value(value=2)),
+                 node=value(hostname="vm", gpus=None))
+    settings = value(env={"TMPDIR": str(tmp_path)}, get=lambda key, default=None: default)
+    environ = attach(watch, plan, settings, {}, lambda line: None, identity=identity)
+    assert os.path.basename(environ[FOLDER_VARIABLE]) == expected, environ[FOLDER_VARIABLE]
+    [stall] = got
+    assert stall.folder.node == 2 and stall.aside_path().endswith(f"{expected}/launcher-after-stop-{expected}.log")

@@ -230,7 +230,7 @@ class Start:
         if watch is not None:
             from .stall.setup import attach  # the ranks' stall hook rides on the heartbeat
 
-            environ = attach(watch, plan, settings, environ, self.log)
+            environ = attach(watch, plan, settings, environ, self.log, identity=identity)
         elif settings.get("stall_warn", STALL_WARN_S):
             from .stall.local import watch_alone  # no heartbeat: this node judges its own ranks
 
