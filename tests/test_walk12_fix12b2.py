@@ -226,7 +226,7 @@ def _hub_of_walk(spare=3):
 def test_b1_every_view_of_the_nodes_is_in_node_order_and_says_a_spare_waits(tmp_path):
     """B1: top and /status.json listed the nodes 0, 3, 2, 1 (by arrival) and the spare as `running`, while
     --status said `spare (waiting)`. Every view (--status, /status.json, /metrics' node_up state label) lists the
-    nodes by index and says a waiting node by the one word (exchange.Peer.waiting)."""
+    nodes by index and says a waiting node by the one word (news.waiting)."""
     from nodeweave.entrypoint.metrics import collect, exposition
     from test_metrics_collect import live_of
 

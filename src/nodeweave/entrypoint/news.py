@@ -119,3 +119,10 @@ def by_node(peer):
     nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""
     rank = (peer.fp or {}).get("rank")
     return (0, rank) if isinstance(rank, int) else (1, 0)
+
+
+def waiting(peer):
+    """"spare (waiting)" or "left out (waiting)" while recovery keeps a checked-in node out of training, else None:
+    the one word for it in --status, /status.json, /metrics and top (walk12 B1: /status.json said "running")."""
+    role = getattr(peer, "role", None)
+    return f"{role} (waiting)" if peer.done is None and role not in (None, "member") else None

@@ -57,11 +57,6 @@ class Peer:
         self.last_heard, self.role = since, "member"  # recovery's spares and left-out nodes: their loss aborts nothing
         self.stopping = False  # it answered node 0's abort (heartbeat.STOPPING): it stops, and is not lost
 
-    def waiting(self):
-        """"spare (waiting)" or "left out (waiting)" while recovery keeps this node out of training, else None: the
-        one word for it in --status, /status.json, /metrics and top (walk12 B1: /status.json said "running")."""
-        return f"{self.role} (waiting)" if self.done is None and self.role not in (None, "member") else None
-
     def entry(self):
         from .verdict import Entry
         return Entry(self.fp, seen=self.seen, probe=self.probe, tag=self)
@@ -234,10 +229,10 @@ class Hub:
         # beside the training nodes (walk11b B3)
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "gathering" if self.verdict is None else "running"}]
-        from ..news import by_node
+        from ..news import by_node, waiting
 
         for peer in sorted(self.peers, key=by_node):  # by node index, not by arrival (walk12 B1)
-            state = (peer.waiting() or "running") if peer.done is None else (
+            state = (waiting(peer) or "running") if peer.done is None else (
                 f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:

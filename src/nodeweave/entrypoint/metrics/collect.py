@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, left_out_now
+from ..news import by_node, left_out_now, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -41,7 +41,7 @@ def newest_checkpoint(folder):
 
 def _peer_state(peer):
     if peer.done is None:  # a spare or left-out node waits, as --status says it (walk12 B1: "running")
-        return peer.waiting() or "running"
+        return waiting(peer) or "running"
     if peer.done.get("lost"):
         return "lost"
     return "finished" if peer.done.get("code") == 0 else "failed"
