@@ -186,7 +186,7 @@ def test_status_of_a_large_job_is_a_summary_first_and_whole_when_asked():
         assert "nodes" not in answer and answer["nodes_left_out"] == 5000, list(answer)
         summary = answer["summary"]
         assert summary["nodes"] == 5000 and summary["states"] == {"running": 4999, "failed": 1}
-        assert [n["rank"] for n in summary["worst"][:2]] == [11, 21]  # the failed node, then the silent one
+        assert [n["node"] for n in summary["worst"][:2]] == [11, 21]  # the failed node, then the silent one
         assert answer["verdict"]["digest"] == hub.verdict["digest"] and len(answer["verdict"]["rows"]) == 1
         assert answer["ranks"]["summary"]["ranks"] == 40000 and len(answer["ranks"]["ranks"]) == 16
         assert answer["ranks"]["ranks"][0]["rank"] == 4242

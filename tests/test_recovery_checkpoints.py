@@ -69,13 +69,13 @@ def test_a_real_dcp_save_is_complete_and_its_shards_are_read_from_metadata(tmp_p
     dcp(tmp_path / "step-100")
     dcp(tmp_path / "step-200")
     found = newest_complete(tmp_path)
-    assert found == Checkpoint(str(tmp_path / "step-200"), 200, "torchtitan",
+    assert found == Checkpoint(str(tmp_path / "step-200"), 200, "dcp",
                                "DCP: .metadata lists 2 shard file(s), all present with their sizes")
     assert incomplete(tmp_path) == []
 
 
 @pytest.mark.parametrize("damage, reason", [
-    (lambda d: (d / ".metadata").unlink(), "2 shard file(s) but no .metadata (written last)"),
+    (lambda d: (d / ".metadata").unlink(), "2 shard file(s) but no .metadata (torch.distributed.checkpoint writes it last)"),
     (lambda d: (d / "__1_0.distcp").unlink(), "__1_0.distcp, listed in .metadata, is missing"),
     (lambda d: os.truncate(d / "__1_0.distcp", 100), "__1_0.distcp holds 100 bytes, .metadata needs 3666"),
     (lambda d: write(d / ".metadata.tmp"), "unfinished files remain (.metadata.tmp)"),
@@ -319,8 +319,8 @@ def test_plain_files_are_complete_when_not_empty_and_no_temporary_is_beside_them
     found = reasons(tmp_path)
     assert "ckpt_200.pt.tmp beside it" in found["ckpt_200.pt"]
     assert "empty" in found["model_step300.pt"]
-    assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt"]
-    assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt"}
+    assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt.partial"]  # the file there (walk12 B20)
+    assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt.partial"}
 
 
 def test_a_torch_save_or_safetensors_file_cut_off_mid_write_is_incomplete(tmp_path):
@@ -449,7 +449,7 @@ def test_a_checkpoint_record_is_frozen_and_turns_into_json(tmp_path):
     found = newest_complete(tmp_path)
     with pytest.raises(AttributeError):
         found.step = 2
-    assert found.to_dict() == {"path": found.path, "step": 1, "layout": "torchtitan", "why": found.why}
+    assert found.to_dict() == {"path": found.path, "step": 1, "layout": "dcp", "why": found.why}
     assert scan(tmp_path).complete == [found]
 
 

@@ -132,7 +132,7 @@ def dcp_saves(tmp_path_factory):
 def test_a_real_two_rank_dcp_save_killed_anywhere_is_never_handed_out(dcp_saves, tmp_path):
     older, whole = dcp_saves
     found = assert_never_handed_out(whole, older, tmp_path)
-    assert (found.step, found.layout) == (200, "torchtitan")
+    assert (found.step, found.layout) == (200, "dcp")
     import torch.distributed.checkpoint as dcp
 
     state = {"model": {"w": torch.zeros(64, 8)}, "step": 0}
@@ -494,7 +494,7 @@ def test_a_real_async_save_killed_mid_save_is_never_handed_out(tmp_path, delay):
     left = killed_async_save(tmp_path, delay)
     finished = all((tmp_path / f"saved-{r}").exists() for r in (0, 1))
     found = newest_complete(tmp_path)
-    assert found is not None and found.layout == "torchtitan", (left, scan(tmp_path).incomplete)
+    assert found is not None and found.layout == "dcp", (left, scan(tmp_path).incomplete)
     state = {"model": {"w": torch.zeros(1 << 22, 2)}, "step": 0}
     dcp.load(state, checkpoint_id=found.path, no_dist=True)  # what was handed out loads back whole
     assert state["step"] == found.step and float(state["model"]["w"][-1, 0]) == found.step

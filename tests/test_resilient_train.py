@@ -40,7 +40,7 @@ def test_dcp_saves_skip_the_half_written_and_a_resume_continues_exactly(tmp_path
     found = newest_complete(tmp_path / "checkpoints")
     assert (found.path, found.step) == (str(tmp_path / "checkpoints" / "step-8"), 8)
     cut = {Path(path).name: reason for path, reason in incomplete(tmp_path / "checkpoints")}
-    assert set(cut) == {"step-1004", "step-1008"} and "no .metadata (written last)" in cut["step-1008"]
+    assert set(cut) == {"step-1004", "step-1008"} and "no .metadata (torch.distributed.checkpoint writes it last)" in cut["step-1008"]
 
     start = str(tmp_path / "checkpoints" / "step-4")
     resumed = torchrun(tmp_path, "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", "again",

@@ -386,7 +386,7 @@ def test_a_library_pointer_that_names_no_save_is_said(tmp_path, pointer, content
         (tmp_path / pointer).mkdir()
     else:
         (tmp_path / pointer).write_text(content)
-    said = [why for path, why in scan(str(tmp_path)).incomplete if path.endswith(pointer)]
+    said = [why for path, why in scan(str(tmp_path)).pointers if path.endswith(pointer)]
     assert said and says in said[0] and "the library's own resume reads it and would fail" in said[0], said
 
 

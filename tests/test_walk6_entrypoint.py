@@ -178,7 +178,7 @@ def test_the_plan_names_what_the_checkpoint_finder_passed_over(entrypoint, tmp_p
     line = _checkpoint_line(entrypoint, tmp_path)
     assert "none complete" in line and "passed over" in line, line
     assert "model.pt: a plain file whose name gives no step" in line and "ckpt_<step>.pt" in line, line
-    assert "step-5: torchtitan: no .metadata" in line, line
+    assert "step-5: dcp: no .metadata" in line, line
     torch.save({"w": torch.zeros(100)}, folder / "ckpt_200.pt")
     torch.save({"w": torch.zeros(100)}, folder / "ckpt_300.pt")
     with open(folder / "ckpt_300.pt", "r+b") as cut:

@@ -391,7 +391,7 @@ def test_the_status_summary_leads_with_the_stall_and_flags_its_culprit():
         assert list(summary)[0] == "stall" and summary["stall"] == \
             "stalled 19 s in all_reduce #11, culprit rank 1 (node 1, vm)", summary
         assert summary["states"] == {"running": 2} and summary["flagged"] == 1, summary
-        assert summary["worst"][0]["rank"] == 1 and summary["worst"][0]["flagged"] is True, summary
+        assert summary["worst"][0]["node"] == 1 and summary["worst"][0]["flagged"] is True, summary
         hub.show_ranks(lambda stacks=False: {"ranks": [], "stall": None, "stragglers": []})
         assert "stall" not in hub.status()["summary"]
     finally:

@@ -229,8 +229,8 @@ def test_b20_a_pointer_to_a_missing_save_is_passed_over_and_said(tmp_path, layou
         pointer, newest = "latest_checkpointed_iteration.txt", 100
     found = scan(str(folder))
     assert found.newest() is not None and found.newest().step == newest
-    said = [why for path, why in found.incomplete if path.endswith(pointer)]
-    assert said and "not in the folder" in said[0] and "would fail" in said[0], found.incomplete
+    said = [why for path, why in found.pointers if path.endswith(pointer)]
+    assert said and "not in the folder" in said[0] and "would fail" in said[0], found.pointers
 
 
 # B21: --max-restarts through the launcher options reached torchrun under recovery without a word

@@ -294,8 +294,10 @@ def picture(live: dict, everything: bool = False, wide: bool = False) -> Group:
     said = motion(live)  # the page's header word too (walk9 A18: "moving" above failed nodes and no rank)
     head.append(said["said"], style="bold red" if said["kind"] == "bad" else "green")
     every_node = live.get("nodes") or []
-    shown, left = _cut(every_node, everything, lambda n: (n.get("state") == "running", -(n.get("heartbeat_age_s")
-                                                                                         or 0), _order(n.get("node"))))
+    # a waiting spare or left-out node (`spare (waiting)`, walk12 B1) is as healthy as a running one: not "worst"
+    shown, left = _cut(every_node, everything, lambda n: (n.get("state") == "running" or str(n.get("state") or "")
+                                                          .endswith("(waiting)"), -(n.get("heartbeat_age_s") or 0),
+                                                          _order(n.get("node"))))
     nodes_said = _said("nodes", every_node, "state", left)
     nodes = Table(title="nodes", title_justify="left", expand=False)
     for column in ("node", "host", "state", "role", "heartbeat"):

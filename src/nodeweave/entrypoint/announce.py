@@ -15,7 +15,10 @@ def say(text):
     print(f"{PROG}: {text}", file=sys.stderr, flush=True)
 
 
-def summary(plan, session=None, watched=False):
+def summary(plan, session=None, watched=False, identity=None):
+    """The line a node says as it launches. ``identity`` (recovery's generations): the node's own index among nodes
+    + spares, said as "node N" as node 0's lines name it, its place in the generation as its training rank (walk12
+    B3: node 1 training as rank 2 said "node 2 of 3", the words node 0 uses for node 2)."""
     t, launch = plan.topology, plan.launch
     set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
     each = f"{t.nproc_per_node.value} process(es) each"
@@ -25,7 +28,9 @@ def summary(plan, session=None, watched=False):
         each = f"{t.nproc_per_node.value} process(es) here, world size {t.world_size}" if t.world_size else each
         checked = f"; checked in{' with warnings: ' + ', '.join(warned) if warned else ''}" + (
             ", heartbeat on" if session.watch else "")
-    return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
+    where = (f"node {t.node_rank.value} of {t.nnodes.value}" if identity is None else
+             f"node {identity} (training rank {t.node_rank.value} of {t.nnodes.value})")
+    return (f"{where}, {each}, "
             f"master {host_port(t.master_addr.value, t.master_port.value)}; sets {set_vars}{checked}; "
             f"{'run' if launch.launcher in SUPERVISED or watched else 'exec'} {launch.argv[0]}")
 

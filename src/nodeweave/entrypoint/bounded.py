@@ -76,6 +76,15 @@ def file_kind(mode):
     return next((what for test, what in kinds if test(mode)), "not a regular file")
 
 
+def what_is_there(path):
+    """What ``path`` is, its links followed, in a message's words ("a file", "a named pipe", "a socket", ...): the
+    one way a refusal of a non-folder says what it found (walk12 B16: a named pipe was said as "a file")."""
+    try:
+        return file_kind(os.stat(path).st_mode)
+    except OSError:
+        return "not a folder"
+
+
 class NotOwnFile(OSError):
     """A file nodeweave writes itself (a state or run record, a run's log) that is a link, a pipe, a device or a
     folder: nodeweave never made it so, and never reads through it (issue 43, W9)."""

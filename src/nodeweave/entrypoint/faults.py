@@ -47,7 +47,9 @@ def _resume_from(settings, folder):
     scan = {"folder": path, "newest_complete": None, "step": None, "layout": None, "passed_over": [],
             "before_job": None}
     if os.path.lexists(path) and not os.path.isdir(path):
-        return (f"{path} is a file, not a folder: node 0 finds no checkpoint in it, and the script cannot save "
+        from .bounded import what_is_there
+
+        return (f"{path} is {what_is_there(path)}, not a folder: node 0 finds no checkpoint in it, and the script cannot save "
                 "there"), scan
     if not os.path.isdir(path):
         return f"{path} is not there yet: generation 0 starts from scratch", scan

@@ -214,11 +214,12 @@ class Start:
         """One generation's launch from its plan: its exit code (an exec'd launcher never returns)."""
         return self.go(self.ready(plan, settings, watch, session=session))
 
-    def ready(self, plan, settings, watch, session=None, generation=None, environ=None):
+    def ready(self, plan, settings, watch, session=None, generation=None, environ=None, identity=None):
         """Say the plan, write its files, record the run, arm the stall watch: the :class:`Launch`.
 
         ``generation`` (recovery): its number, said before the summary; warnings are said at the first only
-        (every generation's plan repeats them). ``environ``: variables added for this generation."""
+        (every generation's plan repeats them). ``environ``: variables added for this generation. ``identity``:
+        the node's index among nodes + spares, said beside its training rank (``announce.summary``)."""
         from .announce import summary, write_files
         from .running.supervise import resolve
         from .stall.local import watched
@@ -226,7 +227,7 @@ class Start:
         if not generation:
             for warning in plan.warnings:
                 self.log(f"warning: {warning}")
-        said = summary(plan, session, watched=watched(plan, settings))
+        said = summary(plan, session, watched=watched(plan, settings), identity=identity)
         self.log(said if generation is None else f"generation {generation}: {said}")
         write_files(plan.launch.files)
         if settings.get("run_id"):
@@ -237,7 +238,7 @@ class Start:
         if watch is not None:
             from .stall.setup import attach  # the ranks' stall hook rides on the heartbeat
 
-            environ = attach(watch, plan, settings, environ, self.log)
+            environ = attach(watch, plan, settings, environ, self.log, identity=identity)
         elif settings.get("stall_warn", STALL_WARN_S):
             from .stall.local import watch_alone  # no heartbeat: this node judges its own ranks
 

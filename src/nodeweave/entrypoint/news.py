@@ -103,3 +103,26 @@ class News:
                 out.append(self._queue.get_nowait())
             except queue.Empty:
                 return out
+
+
+def left_out_now(book):
+    """The identities a book (its JSON: ``Book.to_json``) leaves out of its generation now, sorted: ``left_out``'s
+    keys (every node ever left out, each with how many times) less the generation's members and spares. Every
+    view that says "left out" of the current generation reads this (walk12 B2: ``--status`` listed node 1 as left
+    out while it trained, and the ``nodeweave_nodes_left_out`` gauge counted it)."""
+    back = set(book.get("members") or ()) | set(book.get("spares") or ())
+    return sorted(node for node in (int(key) for key in (book.get("left_out") or {})) if node not in back)
+
+
+def by_node(peer):
+    """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
+    nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""
+    rank = (peer.fp or {}).get("rank")
+    return (0, rank) if isinstance(rank, int) else (1, 0)
+
+
+def waiting(peer):
+    """"spare (waiting)" or "left out (waiting)" while recovery keeps a checked-in node out of training, else None:
+    the one word for it in --status, /status.json, /metrics and top (walk12 B1: /status.json said "running")."""
+    role = getattr(peer, "role", None)
+    return f"{role} (waiting)" if peer.done is None and role not in (None, "member") else None

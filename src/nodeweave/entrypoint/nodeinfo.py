@@ -144,8 +144,11 @@ def _recovery(env):
     for _, name, path in sorted(found, reverse=True):
         book = read_json(path)
         if isinstance(book, dict):
-            return dict({k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares",
-                                                   "left_out")}, job=name)
+            from .news import left_out_now
+
+            # the nodes left out now, and how often each ever was under its own key, as --status says (walk12 B2)
+            return dict({k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares")},
+                        left_out=left_out_now(book), times_left_out=book.get("left_out") or {}, job=name)
     return None
 
 

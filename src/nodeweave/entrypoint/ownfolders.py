@@ -103,7 +103,9 @@ def checkpoint_dir_problem(folder: str, root: str, script=None, on_disk=None, mo
         if what:
             return what
     if os.path.exists(path) and not os.path.isdir(path):
-        return f"{path}, which is a file, not a folder: {MIXED}"
+        from .bounded import what_is_there
+
+        return f"{path}, which is {what_is_there(path)}, not a folder: {MIXED}"
     return ""
 
 

@@ -374,7 +374,9 @@ def _no_run_path(path: Path, wanted: str) -> str:
     if not os.path.lexists(path):
         return f"{wanted} does not exist (a path, so no run id: none holds a /); {accepted}"
     owner = load_entry(path.parent) if path.parent.is_dir() else None
-    what = "a file" if path.is_file() else "not a folder"
+    from nodeweave.entrypoint.bounded import what_is_there
+
+    what = what_is_there(path)
     if owner is not None:
         return f"{wanted} is {what} of run {owner.run_id}, not a run folder; give the run's folder, {path.parent}"
     return f"{wanted} is {what}, not a run folder; {accepted}"

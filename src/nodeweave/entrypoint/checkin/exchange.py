@@ -244,10 +244,10 @@ class Hub:
         # beside the training nodes (walk11b B3)
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "gathering" if self.verdict is None else "running"}]
-        for peer in self.peers:
-            waiting = peer.role not in (None, "member")
-            state = (f"{peer.role} (waiting)" if waiting else "running") if peer.done is None else \
-                ended_state(peer.done)
+        from ..news import by_node, waiting
+
+        for peer in sorted(self.peers, key=by_node):  # by node index, not by arrival (walk12 B1)
+            state = (waiting(peer) or "running") if peer.done is None else ended_state(peer.done)
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
@@ -265,8 +265,12 @@ class Hub:
                                  "deadline_in_s": round(max(0.0, deadline - now), 1)}
         book = (self.verdict or {}).get("recovery")
         if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
-            answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "left_out",
-                                                                   "restarts") if key in book}
+            from ..news import left_out_now
+
+            answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "restarts")
+                                  if key in book}
+            # the nodes left out now; how often each node was ever left out under its own key (walk12 B2)
+            answer["recovery"].update(left_out=left_out_now(book), times_left_out=book.get("left_out") or {})
         if whole:
             answer.update(nodes=nodes, verdict=self.verdict)
         else:

@@ -70,7 +70,9 @@ def nodes_summary(nodes, verdict, stall=None):
 
 def _brief(node):
     fp = node.get("fp") or {}
-    out = {"rank": fp.get("rank"), "hostname": fp.get("hostname"), "seen": node.get("seen"),
+    # "node": the node's index (its fingerprint's node rank), never "rank", which --status keeps for a training
+    # rank (walk12 B2: node 3 training as rank 1 was listed as 'rank': 3)
+    out = {"node": fp.get("rank"), "hostname": fp.get("hostname"), "seen": node.get("seen"),
            "state": node.get("state"), "flagged": node.get("flagged", False)}
     if node.get("silent_s") is not None:
         out["silent_s"] = node["silent_s"]

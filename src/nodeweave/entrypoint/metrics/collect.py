@@ -9,6 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
+from ..news import by_node, left_out_now, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -39,8 +40,8 @@ def newest_checkpoint(folder):
 
 
 def _peer_state(peer):
-    if peer.done is None:
-        return "running"
+    if peer.done is None:  # a spare or left-out node waits, as --status says it (walk12 B1: "running")
+        return waiting(peer) or "running"
     if peer.done.get("stopped") and peer.done.get("code") != 0:  # sent a stop on purpose (walk12b B18)
         return "stopped"
     if peer.done.get("lost"):
@@ -74,7 +75,7 @@ def families(live, now=None):
         family("nodeweave_restarts_limit", "gauge", "The restart budget (recovery.max_restarts).",
                [(base, live.limits["max_restarts"])])
     family("nodeweave_nodes_left_out", "gauge", "Nodes recovery left out of the current generation.",
-           [(jobwide, len(book.get("left_out") or {}))])
+           [(jobwide, len(left_out_now(book)))])
     family("nodeweave_spares_waiting", "gauge", "Spare nodes waiting to take a left-out node's place.",
            [(jobwide, len(book.get("spares") or []))])
     family("nodeweave_training_nodes", "gauge", "Nodes training in the current generation.",
@@ -100,12 +101,12 @@ def families(live, now=None):
             fp = peer.fp or {}
             node, host = str(fp.get("rank")), fp.get("hostname")
             state, role = _peer_state(peer), peer.role or "member"
-            if state == "running":
+            if peer.done is None:
                 beats.append((_LABELS.get(("beat", job, node, host)) or _remember(
                     ("beat", job, node, host), dict(base, node=node, host=host)), max(0.0, clock - peer.last_heard)))
             ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
                 ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
-                1 if state == "running" else 0))
+                1 if peer.done is None else 0))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
            ups)
@@ -261,7 +262,7 @@ def status(live, now=None):
         nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running",
                       "role": hub_role(live, own.get("rank", 0)), "heartbeat_age_s": 0.0})
         clock = watch.clock()
-        for peer in list(watch.hub.peers):
+        for peer in sorted(watch.hub.peers, key=by_node):  # by node index, as --status lists them (walk12 B1)
             fp = peer.fp or {}
             nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
                           "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})

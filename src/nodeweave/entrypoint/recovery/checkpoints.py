@@ -100,12 +100,15 @@ class NotASave(Exception):
 
 
 class Scan:
-    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, and
+    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, ``pointers``
+    [(path, why)]: pointer files naming no save there (no save themselves), and
     ``unjudged`` [(path, why)]: folders holding checkpoint-like files in a layout no rule here knows."""
 
     def __init__(self):
         self.complete = []
         self.incomplete = []
+        self.pointers = []  # (path, why): a library's pointer file (latest, Megatron's tracker) naming no save there:
+        # said as passed over, never counted as a save, cut off or not (walk12 B4)
         self.unjudged = []
         self.stepless = []  # (path, why): plain saved files whose name gives no step, never candidates
         self.candidates = []  # (path, step, layout, judge: () -> (complete, text[, step]))
@@ -144,6 +147,8 @@ class Scan:
             ok, text, *recorded = verdict
             if recorded and recorded[0] is not None:
                 step = recorded[0]  # what the library wrote wins over the name
+            if len(recorded) > 1:
+                layout = recorded[1]  # the layout its files showed, not its name's (_deferred)
             if ok:
                 self.complete.append(Checkpoint(path, step, layout, text))
                 if stop_at_complete:
@@ -408,7 +413,7 @@ def _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth,
         elif layout == "accelerate":
             accelerate.append((step, path))
         else:
-            result.candidate(path, step, layout, _deferred(rule, path, depth))
+            result.candidate(path, step, layout, _deferred(rule, path, depth, layout))
         return True, None
     try:
         listing = Listing(path)
@@ -471,19 +476,37 @@ def _accelerate_judge(path, before, depth):
                 expected = huggingface.registered_objects(Listing(before))
             except Unreadable:
                 expected = 0
-        return huggingface.check_accelerate(listing, expected)
+        return _by_content(listing, "accelerate", lambda listing: huggingface.check_accelerate(listing, expected))
     return judge
 
 
-def _deferred(rule, path, depth=0):
+def _deferred(rule, path, depth=0, layout=None):
     """Judge a folder named like a save when its turn comes; below the top, one that holds nothing saved
-    (``runs/step-99/`` of logs) is no candidate."""
+    (``runs/step-99/`` of logs) is no candidate. What the folder holds says its layout before its name does
+    (walk12 B15: a whole DeepSpeed tag named ``step-200`` was refused as ``torchtitan: no .metadata``, a whole DCP
+    save named ``checkpoint-100`` as a Trainer's without ``trainer_state.json``): ``_by_content``, for every named
+    layout (Accelerate's ``checkpoint_N`` too)."""
     def judge():
         listing = Listing(path)
         if depth and not _looks_saved(listing):
             raise NotASave(path)
-        return rule(listing)
+        return _by_content(listing, layout, rule)
     return judge
+
+
+def _by_content(listing, layout, rule):
+    """The verdict on a folder named like ``layout``'s saves: by ``rule``, unless its files are another layout's
+    (``_content_layout``, not one ``_COVERS`` gives ``layout``'s rule), then by that layout's rule, named by it."""
+    held = _content_layout(listing)
+    if held is None or held[0] == layout or held[0] in _COVERS.get(layout, ()):
+        return rule(listing)
+    ok, text, *step = held[1](listing)
+    return ok, text, step[0] if step else None, held[0]
+
+
+# layouts whose rule judges another layout's files as part of its own: Megatron's torch_dist iteration is a DCP
+# save with metadata.json, which the Megatron rule checks on top of DCP's
+_COVERS = {"megatron": ("dcp",)}
 
 
 def _name_kind(name):
@@ -495,14 +518,14 @@ def _name_kind(name):
 
 _NAME_PATTERNS = (
     ("hf-trainer", re.compile(r"checkpoint-\d+")),
-    ("torchtitan", re.compile(r"step-\d+")),
+    ("dcp", re.compile(r"step-\d+")),  # TorchTitan's name for a DCP save: named by the format (walk12 B15)
     ("deepspeed", re.compile(r"global_step\d+")),
     ("megatron", re.compile(r"iter_\d{7}")),
     ("accelerate", re.compile(r"checkpoint_\d+")),
 )
 _NAMED_LAYOUTS = {
     "hf-trainer": ("hf-trainer", huggingface.check_hf_trainer),
-    "torchtitan": ("torchtitan", layouts.check_dcp),
+    "dcp": ("dcp", layouts.check_dcp),
     "deepspeed": ("deepspeed", layouts.check_deepspeed_tag),
     "megatron": ("megatron", layouts.check_megatron_iter),
     "accelerate": ("accelerate", huggingface.check_accelerate),
@@ -554,14 +577,14 @@ def _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit):
         if limit is None and name in root:
             why = _pointer_problem(root, name, parse)
             if why:
-                result.incomplete.append((root.join(name), f"{name} {why}: the library's own resume reads it and "
+                result.pointers.append((root.join(name), f"{name} {why}: the library's own resume reads it and "
                                           f"would fail; node 0 hands out the newest save that is there: {remedy}"))
     for name, save, remedy in pointed:
         text = (deepspeed_limit if name == "latest" else megatron_limit)[1]
         if name == "latest":
             save = text[len("latest ("):-1]
         if save not in root.names:
-            result.incomplete.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
+            result.pointers.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
                                       "library's own resume reads it and would fail; node 0 hands out the newest "
                                       f"save that is there: {remedy}"))
 
@@ -699,8 +722,10 @@ def _lone_temporary(root, name, result):
     for suffix in TEMP_SUFFIXES:
         final = name[:-len(suffix)]
         if name.endswith(suffix) and _PLAIN_FILE.fullmatch(final) and final not in root:
-            result.verdict(root.join(final), named_step(final), "file", False,
-                           f"only {name} exists: the save never reached its rename")
+            # the path is the file that is there (walk12 B20: `ckpt_500.pt`, not in the folder, was named as cut
+            # off, and a pre-flight script acting on the path got "No such file"); the save's name is in the why
+            result.verdict(root.join(name), named_step(final), "file", False,
+                           f"the save {final} never reached its rename: only {name} exists")
             return True
     return False
 

@@ -133,7 +133,8 @@ class Generations:
                 added["NODEWEAVE_CHECKPOINT_DIR"] = settings.get("checkpoint_dir")
             if book.resume_from:
                 added["NODEWEAVE_RESUME_FROM"] = book.resume_from
-            launch = self.start.ready(plan, settings, watch, generation=book.generation, environ=added)
+            launch = self.start.ready(plan, settings, watch, generation=book.generation, environ=added,
+                                      identity=self.identity)
         except EntrypointError as err:
             from ..running.symptoms import start_failure
 

@@ -58,8 +58,9 @@ def check_dcp(listing):
     shards = [name for _, name in listing.matching(DISTCP)]
     if not metadata:
         if shards:
-            return False, f"{len(shards)} shard file(s) but no .metadata (written last): the save had not finished"
-        return False, "no .metadata"
+            return False, (f"{len(shards)} shard file(s) but no .metadata (torch.distributed.checkpoint writes it "
+                           "last): the save had not finished")
+        return False, "no .metadata (torch.distributed.checkpoint writes it last)"
     listed = {}
     notes = []
     for name in metadata:

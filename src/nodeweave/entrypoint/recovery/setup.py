@@ -132,7 +132,8 @@ def newest_checkpoint(folder, log, unjudged=None, passed_over=None, written_afte
     ``mark`` is what the no-progress brake compares (``checkpoints.progress_mark``): the step, or the save's
     time for one that records no step. Folders in a layout the finder cannot judge are said in the log, and
     added to ``unjudged`` ("path: why") for node 0's record. ``passed_over`` gets (path, why) of everything
-    set aside on the way: saves newer than the one found that are not complete, folders it cannot judge,
+    set aside on the way: a pointer file naming no save there, saves newer than the one found that are not
+    complete, folders it cannot judge,
     plain files whose name gives no step (``--explain`` names them: walk6 W19).
 
     ``written_after``: the newest save already in the folder as the job started (``Book.saves_before``); a
@@ -159,13 +160,13 @@ def newest_checkpoint(folder, log, unjudged=None, passed_over=None, written_afte
 
     # the saves set aside on the way, as --explain names them (walk11b B14: a resume from step 160 beside
     # step-1160 in the folder, and no word of the eight newer saves cut off mid-write)
-    for phrase in grouped(found.incomplete, name=lambda path: os.path.relpath(path, folder)):
+    for phrase in grouped(found.pointers + found.incomplete, name=lambda path: os.path.relpath(path, folder)):
         log(f"recovery: passed over {phrase}")
     earlier = found.earlier_line(folder)
     if earlier:
         log(f"recovery: passed over {earlier}")
     if passed_over is not None:
-        passed_over.extend(found.incomplete + found.unjudged + found.stepless
+        passed_over.extend(found.pointers + found.incomplete + found.unjudged + found.stepless
                            + ([(folder, earlier)] if earlier else []))
     newest = found.newest()
     if found_out is not None and newest is not None:

@@ -33,8 +33,11 @@ def proc_state(pid):
 class RankFolder:
     """The folder this node's ranks write to, and what can be read from it."""
 
-    def __init__(self, path, node, host, pod):
+    def __init__(self, path, node, host, pod, owner=None):
+        """``node``: the node rank the launch gave (the ranks' views name it); ``owner``: the node's own index
+        among nodes + spares under recovery (its files are named by it, walk12 B3), else ``node``."""
         self.path, self.node, self.host, self.pod = path, node, host, pod
+        self.owner = node if owner is None else owner
         self.cpu_seen = {}  # rank -> (monotonic time, cpu seconds) of the previous sample
 
     def prepare(self):

@@ -61,10 +61,12 @@ def rank_folder_path(root, job_id, master_port, node):
     return os.path.join(root, "ranks", job_key(job_id, master_port), f"node-{node}")
 
 
-def attach(watch, plan, settings, environ, log, alone=None):
+def attach(watch, plan, settings, environ, log, alone=None, identity=None):
     """The launcher's environment with the hook on PYTHONPATH, the ranks watched through ``watch.use_stall``
     (``surface.WatchSurface``). Unchanged when off. ``alone``: why this node sees only its own ranks in a job of
-    several nodes (``local.py``), or None."""
+    several nodes (``local.py``), or None. ``identity`` (recovery's generations): the node's own index, which
+    names its ranks' folder and its files, so a node's folder is never named by another node's index (walk12 B3:
+    node 1 training as rank 2 kept ``node-2/``, and node 3's disk held a ``node-1/``)."""
     warn = settings.get("stall_warn", STALL_WARN_S)
     if not warn or watch is None:
         return environ
@@ -74,9 +76,10 @@ def attach(watch, plan, settings, environ, log, alone=None):
 
     env = settings.env
     topo = plan.topology
-    path = rank_folder_path(state_root(env), topo.job_id, topo.master_port.value, topo.node_rank.value)
+    owner = topo.node_rank.value if identity is None else identity
+    path = rank_folder_path(state_root(env), topo.job_id, topo.master_port.value, owner)
     folder = RankFolder(path, topo.node_rank.value, plan.node.hostname,
-                        env.get("POD_NAME") or plan.node.hostname)
+                        env.get("POD_NAME") or plan.node.hostname, owner=owner)
     try:
         folder.prepare()
     except OSError as err:

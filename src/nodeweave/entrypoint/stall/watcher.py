@@ -67,7 +67,7 @@ class StallWatch:
 
     def aside_path(self):
         """Where the launcher's output goes once a stall stops it: the run folder, else the ranks' folder."""
-        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP.format(node=self.folder.node))
+        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP.format(node=self.folder.owner))
 
     def publish(self, lines):
         for line in lines:

@@ -192,7 +192,9 @@ def workspace_folder_problem(base_dir: Path, written: str) -> Optional[str]:
     if why:
         return why
     if real.exists() and not real.is_dir():
-        return f"{real} is a file, not a folder: the workspace is the folder that holds the script"
+        from nodeweave.entrypoint.bounded import what_is_there
+
+        return f"{real} is {what_is_there(real)}, not a folder: the workspace is the folder that holds the script"
     if STATE_DIR in real.parts:
         return f"{real} is nodeweave's own state ({STATE_DIR}/: the cluster record and the job's token)"
     runs = Path(os.path.realpath(base_dir)) / RUNS
