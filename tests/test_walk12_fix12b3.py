@@ -37,3 +37,47 @@ def test_b8_a_hostfiles_lines_are_an_allocation_whose_training_count_the_hint_gi
     assert code == 0, err
     code, out, err = entrypoint(argv + ["--", "train.py"], dict(env, NODEWEAVE_NNODES="4097"))
     assert code == 2 and "at most 4096" in err, err
+
+
+def _rank_way(way, rank, names):
+    """argv and env that give this node's place in a hostfile of ``names`` one ``way``: a rank given (the three
+    ways the rank table reads first) or this host's own name on its line."""
+    import socket
+
+    if way == "name":
+        names[rank] = socket.gethostname()
+        return [], {}
+    if way == "--node-rank":
+        return ["--node-rank", str(rank)], {}
+    return [], {way: str(rank)}
+
+
+@pytest.mark.parametrize("way", ["--node-rank", "NODE_RANK", "NODEWEAVE_NODE_RANK", "name"])
+def test_b10_uneven_hostfile_slots_export_their_sum_as_world_size_on_every_node(entrypoint, tmp_path, way):
+    """B10: a hostfile of `a slots=1` / `b slots=2` (a job of 3 ranks) made node 0 export WORLD_SIZE=2 and node 1
+    WORLD_SIZE=4, with no word: nodes times this node's slots. Every node now exports the lines' sum, whichever
+    way its rank came, and a WORLD_SIZE already set is judged against that sum."""
+    for rank in (0, 1):
+        names = ["hosta", "hostb"]
+        argv, env = _rank_way(way, rank, names)
+        (tmp_path / "hosts").write_text(f"{names[0]} slots=1\n{names[1]} slots=2\n")
+        code, out, err = entrypoint(["--explain", "--hostfile", "hosts"] + argv + ["--", "train.py"],
+                                    dict(env, NODEWEAVE_EXCHANGE_ALLOW="address"))
+        assert code == 0, err
+        assert re.search(r"export WORLD_SIZE=3\b", out), out
+        code, out, err = entrypoint(["--explain", "--hostfile", "hosts"] + argv + ["--", "train.py"],
+                                    dict(env, NODEWEAVE_EXCHANGE_ALLOW="address", WORLD_SIZE="4"))  # node 1 exported 4
+        assert code == 3 and "accepted: 3 (processes)" in err, err
+
+
+@pytest.mark.parametrize("way", ["--node-rank", "NODE_RANK", "name"])
+def test_b10_uneven_hostfile_slots_with_the_exchange_off_are_refused_whichever_way_the_rank_came(entrypoint,
+                                                                                                tmp_path, way):
+    """B10: the refusal of uneven slots with the check-in exchange off (nothing shares the counts) was made only
+    for a host found by its name; a rank given skipped it."""
+    names = ["hosta", "hostb"]
+    argv, env = _rank_way(way, 1, names)
+    (tmp_path / "hosts").write_text(f"{names[0]} slots=1\n{names[1]} slots=2\n")
+    code, out, err = entrypoint(["--explain", "--hostfile", "hosts"] + argv + ["--", "train.py"],
+                                dict(env, NODEWEAVE_EXCHANGE="off"))
+    assert code == 3 and "gives its hosts different slots" in err and "exchange that shares them is off" in err, err

@@ -220,11 +220,12 @@ def discover(settings, node, root, kube, warnings=None):
     port_value = Value(value=port, source=port_claim.source) if port_claim else \
         Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
     job_id = settings.get("job_id") or prefix or env.get("SLURM_JOB_ID") or "nodeweave"
+    world = claims.get("world_total")  # a hostfile whose lines give different slots: their sum (walk12b B10)
     return Topology(
         node_rank=Value(value=rank, source=rank_src), nnodes=Value(value=nnodes, source=nnodes_src),
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
-        world_size=None if lo != hi else hi * nproc, is_master=rank == 0,
+        world_size=None if lo != hi else int(world[0].value) if world else hi * nproc, is_master=rank == 0,
         node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
     )
 
