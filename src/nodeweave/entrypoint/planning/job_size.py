@@ -27,9 +27,10 @@ def training_most(settings):
     allocation holds less the spares: the training count must be typed there, and a 4097-node allocation's 4096
     was refused (walk11b B9)."""
     from .slurm import training_most_of
+    from .sources import hostfile_lines
 
     return training_most_of(settings.env, settings.get("recovery"), settings.get("spares", 0),
-                            settings.get("hostfile"))
+                            hostfile_lines(settings.get("hostfile")))
 
 
 def _platform_count(settings):

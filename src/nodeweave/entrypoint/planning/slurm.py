@@ -7,7 +7,7 @@ host is node 0 (the master) and ``SLURM_NODEID`` indexes the list. Without
 nodeweave starts one launcher per node, which starts the processes.
 """
 
-from ..errors import EntrypointError, TopologyError, UsageError
+from ..errors import TopologyError, UsageError
 from ..model import PLATFORM, Claim, host_list, variables
 
 NODELISTS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
@@ -138,12 +138,13 @@ def expand_nodelist(text):
     return hosts
 
 
-def training_most_of(env, recovery, spares, hostfile=None):
+def training_most_of(env, recovery, spares, lines=None):
     """``job_size.training_most`` from the values themselves (the settings' own rules read it before any settings):
     under recovery, an allocation's count less the spares, where the allocation is a scheduler's count
-    (``COUNTS``) or, with none, the hostfile's lines (``hostfile``: --hostfile, NODEWEAVE_HOSTFILE). Both are the
-    scheduler's own count (walk12b B8: the refusal offered NODEWEAVE_NNODES=8191 for an 8192-line hostfile, and
-    the count's next check refused it as over the typed bound)."""
+    (``COUNTS``) or, with none, the hostfile's lines (``lines``: ``sources.hostfile_lines`` of --hostfile,
+    NODEWEAVE_HOSTFILE). Both are the scheduler's own count (walk12b B8: the refusal offered
+    NODEWEAVE_NNODES=8191 for an 8192-line hostfile, and the count's next check refused it as over the typed
+    bound)."""
     from .contract import NODES_MAX, SCHEDULED_NODES_MAX, plain_int
 
     if recovery:
@@ -152,32 +153,6 @@ def training_most_of(env, recovery, spares, hostfile=None):
             value = (env.get(name) or "").strip()
             if plain_int(value) and 0 < int(value) <= SCHEDULED_NODES_MAX:
                 return max(NODES_MAX, int(value) - spares)
-        lines = hostfile_lines(hostfile)
         if lines and lines <= SCHEDULED_NODES_MAX:
             return max(NODES_MAX, lines - spares)
     return NODES_MAX
-
-
-_LINES = {}
-
-
-def hostfile_lines(path):
-    """The hosts hostfile ``path`` lists, or None (no hostfile, or one the hostfile's own reader refuses, where it
-    is named). Read once per path: the settings, the count and the topology each ask."""
-    import os
-
-    if not path:
-        return None
-    try:
-        seen = os.stat(path)
-    except OSError:
-        return None  # the hostfile's own reader names it
-    key = (os.path.abspath(path), seen.st_mtime_ns, seen.st_size)
-    if key not in _LINES:
-        from .sources import read_hostfile
-
-        try:
-            _LINES[key] = len(read_hostfile(path))
-        except EntrypointError:
-            _LINES[key] = None
-    return _LINES[key]

@@ -17,7 +17,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 
 from ..bounded import TEXT_CAP, read_text
 from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES, plain_int
-from ..errors import TopologyError, UsageError
+from ..errors import EntrypointError, TopologyError, UsageError
 from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
 from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
@@ -287,6 +287,29 @@ def read_hostfile(path):
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")
     return hosts
+
+
+_LINES = {}
+
+
+def hostfile_lines(path):
+    """The hosts hostfile ``path`` lists, or None (no hostfile, or one the hostfile's own reader refuses, where it
+    is named). Read once per path: the settings, the count and the topology each ask."""
+    import os
+
+    if not path:
+        return None
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None  # the hostfile's own reader names it
+    key = (os.path.abspath(path), seen.st_mtime_ns, seen.st_size)
+    if key not in _LINES:
+        try:
+            _LINES[key] = len(read_hostfile(path))
+        except EntrypointError:
+            _LINES[key] = None
+    return _LINES[key]
 
 
 def ordinal(name):

@@ -184,8 +184,10 @@ def discover(settings, node, root, kube, warnings=None):
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", READERS["node_rank"], notes,
                               warnings)
     from .slurm import training_most_of  # a big allocation's training count (walk11b B9)
+    from .sources import hostfile_lines
 
-    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0), settings.get("hostfile")) + (
+    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0),
+                            hostfile_lines(settings.get("hostfile"))) + (
         _spares(settings) if settings.get("recovery") else 0)  # recovery's containers
     # the typo bound is for a count someone typed; a scheduler's own count (SLURM_NNODES, a hostfile's lines, an
     # MPI size) is the allocation it made, bounded only by SCHEDULED_NODES_MAX (walk8 B19)
