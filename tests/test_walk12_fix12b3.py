@@ -81,3 +81,42 @@ def test_b10_uneven_hostfile_slots_with_the_exchange_off_are_refused_whichever_w
     code, out, err = entrypoint(["--explain", "--hostfile", "hosts"] + argv + ["--", "train.py"],
                                 dict(env, NODEWEAVE_EXCHANGE="off"))
     assert code == 3 and "gives its hosts different slots" in err and "exchange that shares them is off" in err, err
+
+
+MOUNTINFO = """22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro
+23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+26 22 0:41 /containers/abc/hosts /etc/hosts rw,relatime - ext4 /dev/sda1 rw
+{lines}"""
+
+
+def _checkpoint_plan(tmp_path, folder, mounts):
+    """``--explain`` of a recovery node whose checkpoint folder is ``folder``, in a captured tree whose
+    /proc/self/mountinfo (the kernel's format) lists ``/`` and ``mounts``: (exit code, the plan's ``!`` lines)."""
+    import cli_run
+
+    (tmp_path / "w").mkdir(exist_ok=True)
+    (tmp_path / "w" / "train.py").write_text("print(1)\n")
+    root = tmp_path / "root"
+    (root / "proc" / "self").mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{40 + i} 22 0:{50 + i} / {m} rw,relatime - nfs4 srv:/export/{i} rw\n" for i, m in enumerate(mounts))
+    (root / "proc" / "self" / "mountinfo").write_text(MOUNTINFO.format(lines=lines))
+    env = {**cli_run.CLEAN, "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
+           "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_CHECKPOINT_DIR": folder,
+           "NODEWEAVE_METRICS": "off", "NODEWEAVE_SYSROOT": str(root)}
+    done = cli_run.entrypoint("--explain", "--", "train.py", cwd=tmp_path / "w", env=env)
+    return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if "checkpoint" in line.lower()
+                             and line.strip().startswith("!")]
+
+
+@pytest.mark.parametrize("folder", ["/ck", "/nodeweave", "/data/ck", "/data/run1/ck"])
+def test_b14_a_checkpoint_folder_in_root_on_no_mount_is_said_as_validate_says_it(tmp_path, folder):
+    """B14: NODEWEAVE_CHECKPOINT_DIR=/ck (and /nodeweave, made directly in /) on no mount was taken without a
+    word, while validate notes the same recovery.checkpoint_dir on no volume and /tmp/ck, /run/ck get the
+    per-container warning: in a container it is the image's own layer. The node now warns
+    (`checkpoint-dir-unmounted`), by its /proc/self/mountinfo; on a mount at the folder or above it, nothing."""
+    code, said = _checkpoint_plan(tmp_path, folder, [])
+    assert code == 0 and any("is on no mount of this node" in line and "NODEWEAVE_CHECKPOINT_DIR" in line
+                             for line in said), said
+    top = "/" + folder.split("/")[1]
+    code, said = _checkpoint_plan(tmp_path, folder, [top])
+    assert code == 0 and not any("is on no mount" in line for line in said), said
