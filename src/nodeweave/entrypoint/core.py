@@ -119,6 +119,13 @@ def _shared_notes(settings, warnings, topo=None):
             emit(warnings, "step-pattern-loose", f"{_source_name(settings, key)}: {line}")
         else:
             emit(warnings, "stall-watch-off", f"{_source_name(settings, key)}: {line}")
+    folder = values.get("checkpoint_dir")
+    if values.get("recovery") and folder and str(folder).startswith("/"):  # in / on no mount (walk12b B14)
+        from .systemfolders import mount_points, on_no_mount_in_root
+
+        line = on_no_mount_in_root(str(folder), mount_points(settings.sysroot or "/"))
+        if line:
+            emit(warnings, "checkpoint-dir-unmounted", f"{_source_name(settings, 'checkpoint_dir')}: {line}")
 
 
 def _checkpoint_access(settings, warnings):

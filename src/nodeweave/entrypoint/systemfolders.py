@@ -213,6 +213,25 @@ def in_system_folder(text, mounts, where):
             f"lie among the system's own (in a container, its image layer, gone with it)")
 
 
+def on_no_mount_in_root(text, mounts):
+    """Why the absolute folder ``text``, in ``/`` itself (``/ck``, ``/data/ck``: the table's last clause leaves
+    ``/`` out, as ``/data/checkpoints`` is the documented place), is worth a word: no mount that counts
+    (``mount_counts``) is at or above it, so in a container it is the image's own layer. None when a mount holds it,
+    when it lies elsewhere (judged by ``in_system_folder``, noted by ``per_container``), or when no mount is known.
+    validate says the same of ``recovery.checkpoint_dir`` on no volume of the spec (walk12b B14)."""
+    if not text.startswith("/") or not mounts:
+        return None
+    normal = normal_path(text)
+    if system_folder_in(normal) != "/" or normal == "/":
+        return None
+    if any(mount_counts(m) and (normal == normal_path(m) or normal.startswith(normal_path(m).rstrip("/") + "/"))
+           for m in mounts):
+        return None
+    return (f"{normal} is on no mount of this node (/proc/self/mountinfo lists none at or above it; / itself does "
+            "not count): in a container it is the container's own layer, so node 0 sees only its own saves, a "
+            "replaced node none, and they are gone with the container; on a host's own disk only that host sees it")
+
+
 IN_SYSTEM_FOLDER_ACCEPTED = ("a folder in /opt, /srv, /var/lib, /usr/local, /mnt ... only on a mount of its own (a "
                              "volume the spec mounts at it or above it)")
 

@@ -84,11 +84,14 @@ def check_processes(claims, rank, lo, hi, nproc, nproc_source):
     for claim in claims.get("world_size", ()):
         world = read_int(1)(claim.value, "world size", claim.source)
         counts = range(lo, hi + 1)
-        if world not in {n * nproc for n in counts} | set(counts):
+        total = [int(c.value) for c in claims.get("world_total", ())]  # uneven hostfile slots: their sum (B10)
+        if world not in (set(total) or {n * nproc for n in counts}) | set(counts):
             nodes = str(hi) if lo == hi else f"{lo}..{hi}"
+            each = (f"{total[0]} ({claims['world_total'][0].source})" if total else
+                    f"{nodes} node(s) x {nproc} process(es) per node ({nproc_source})")
             raise TopologyError(
-                f"{claim.source} contradicts {nodes} node(s) x {nproc} process(es) per node ({nproc_source}); "
-                f"accepted: {hi * nproc} (processes) or {hi} (pods), or unset it: nodeweave exports WORLD_SIZE")
+                f"{claim.source} contradicts {each}; accepted: {total[0] if total else hi * nproc} (processes) or {hi} (pods), or "
+                "unset it: nodeweave exports WORLD_SIZE")
     for claim in claims.get("rank", ()):
         value = read_int(0)(claim.value, "rank", claim.source)
         first, last = rank * nproc, rank * nproc + nproc - 1

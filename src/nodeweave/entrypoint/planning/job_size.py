@@ -23,11 +23,14 @@ def job_size(settings):
 
 def training_most(settings):
     """The most training nodes a typed count may give: the spec's range for ``nodes`` (NODES_MAX), or, under
-    recovery on a scheduler's allocation (SLURM_NNODES), as many as the allocation holds less the spares: the
-    training count must be typed there, and a 4097-node allocation's 4096 was refused (walk11b B9)."""
+    recovery on a scheduler's allocation (SLURM_NNODES, or a hostfile's lines: walk12b B8), as many as the
+    allocation holds less the spares: the training count must be typed there, and a 4097-node allocation's 4096
+    was refused (walk11b B9)."""
     from .slurm import training_most_of
+    from .sources import hostfile_lines
 
-    return training_most_of(settings.env, settings.get("recovery"), settings.get("spares", 0))
+    return training_most_of(settings.env, settings.get("recovery"), settings.get("spares", 0),
+                            hostfile_lines(settings.get("hostfile")))
 
 
 def _platform_count(settings):

@@ -54,6 +54,8 @@ def exports(topo, env):
     ]
     if topo.world_size is not None:
         reason = f"{topo.nnodes_max} nodes x {topo.nproc_per_node.value} processes"
+        if topo.world_size != topo.nnodes_max * topo.nproc_per_node.value:  # uneven slots (walk12b B10)
+            reason = f"every node's processes summed: {topo.nnodes_max} nodes, this one {topo.nproc_per_node.value}"
         if env.get("WORLD_SIZE") not in (None, str(topo.world_size)):
             reason += f" (was {env['WORLD_SIZE']}: counted pods, not processes)"
         out.append(_export("WORLD_SIZE", topo.world_size, reason))

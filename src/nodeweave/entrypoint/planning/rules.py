@@ -399,6 +399,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("checkpoint-dir-per-container", None, WARNING,
          "save checkpoints on storage every node mounts (a volume, or a folder inside workspace.path); a folder in "
          "/tmp is fine only where a shared volume is mounted there"),
+    Rule("checkpoint-dir-unmounted", None, WARNING,
+         "mount storage every node shares at the folder or above it (a volume: validate names the one to add), or "
+         "save inside the workspace"),
     Rule("checkpoint-dir-access", None, WARNING,
          "make the folder the image's user's (chown -R <uid> <folder>, or run the containers as its owner), or give "
          "it read, write and search rights (chmod u+rwx, or g+rwx for a shared group)"),

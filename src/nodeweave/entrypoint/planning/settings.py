@@ -350,8 +350,10 @@ def _check_shared_rules(options, flags, env):
         # named as malformed, never read loosely as 1 and blamed on a rule (walk7 B10)
         source = "flag --nnodes" if flags.get("nnodes") else "NODEWEAVE_NNODES"
         from .slurm import training_most_of
+        from .sources import hostfile_lines
 
-        most = training_most_of(env, values.get("recovery"), values.get("spares"))  # a big allocation's (B9)
+        most = training_most_of(env, values.get("recovery"), values.get("spares"),
+                                hostfile_lines(values.get("hostfile")))  # B9, B8
         values["nnodes"] = normalize_nnodes(nnodes, name_of(source), most)[2]  # the count's maximum
         given.add("nnodes")
         sources = dict(options, nnodes=Value(value=nnodes, source=source))

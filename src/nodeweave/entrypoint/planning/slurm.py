@@ -138,8 +138,13 @@ def expand_nodelist(text):
     return hosts
 
 
-def training_most_of(env, recovery, spares):
-    """``job_size.training_most`` from the values themselves (the settings' own rules read it before any settings)."""
+def training_most_of(env, recovery, spares, lines=None):
+    """``job_size.training_most`` from the values themselves (the settings' own rules read it before any settings):
+    under recovery, an allocation's count less the spares, where the allocation is a scheduler's count
+    (``COUNTS``) or, with none, the hostfile's lines (``lines``: ``sources.hostfile_lines`` of --hostfile,
+    NODEWEAVE_HOSTFILE). Both are the scheduler's own count (walk12b B8: the refusal offered
+    NODEWEAVE_NNODES=8191 for an 8192-line hostfile, and the count's next check refused it as over the typed
+    bound)."""
     from .contract import NODES_MAX, SCHEDULED_NODES_MAX, plain_int
 
     if recovery:
@@ -148,4 +153,6 @@ def training_most_of(env, recovery, spares):
             value = (env.get(name) or "").strip()
             if plain_int(value) and 0 < int(value) <= SCHEDULED_NODES_MAX:
                 return max(NODES_MAX, int(value) - spares)
+        if lines and lines <= SCHEDULED_NODES_MAX:
+            return max(NODES_MAX, lines - spares)
     return NODES_MAX

@@ -17,7 +17,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 
 from ..bounded import TEXT_CAP, read_text
 from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES, plain_int
-from ..errors import TopologyError, UsageError
+from ..errors import EntrypointError, TopologyError, UsageError
 from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
 from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
@@ -186,6 +186,7 @@ def hostfile(scene):
         me.update(iface.ipv4)
     mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
     given, given_by = _given_rank(scene)
+    world = _uneven_slots(scene, path, hosts)  # every rank way alike (walk12b B10: a rank given skipped it)
     if not mine and given is not None and given >= len(names):  # B18: "give this node's rank" to one who had
         raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}), and the "
                             f"rank given ({given_by}) is past its {len(names)} line(s), which give ranks 0 "
@@ -198,26 +199,38 @@ def hostfile(scene):
         if hosts[given][1]:
             claims.append(Claim("nproc_per_node", hosts[given][1], f"slots of line {given + 1} ({names[given]}, "
                                 f"this node's rank) in hostfile {path}", PLATFORM))
-        return claims
+        return claims + world
     if not mine:
         raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}); "
                             "list it by name or address, or give this node's rank (NODE_RANK, --node-rank)")
-    slots = {host: count for host, count in hosts if count is not None}
-    if len(set(slots.values())) > 1:
-        from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
-
-        off = switched_off(scene.settings)
-        if off:
-            raise TopologyError(f"hostfile {path} gives its hosts different slots "
-                                f"({', '.join(f'{h} slots={n}' for h, n in slots.items())}) but the check-in "
-                                f"exchange that shares them is off ({off}); give every line the slots of the "
-                                "smallest node, or let the nodes check in")
     own = names[mine[0]]
     claims = [Claim("node_rank", mine[0], f"position of {own} in hostfile {path}", PLATFORM)]
     claims += host_list(names, "hostfile", f"first host of hostfile {path}", f"hosts in hostfile {path}")
     if hosts[mine[0]][1]:
         claims.append(Claim("nproc_per_node", hosts[mine[0]][1], f"slots of {own} in hostfile {path}", PLATFORM))
-    return claims
+    return claims + world
+
+
+def _uneven_slots(scene, path, hosts):
+    """Hostfile lines that give different slots: the job's world size is their sum, not the nodes times this
+    node's slots (walk12b B10: node 0 of `a slots=1` / `b slots=2` exported WORLD_SIZE=2, node 1 4, the job 3), as
+    [Claim("world_total")]; [] when the lines agree or some give none. Refused, whichever way the rank came, when
+    the check-in exchange, which shares every node's count with the launcher, is off."""
+    slots = [(host, count) for host, count in hosts if count is not None]
+    if len({count for _, count in slots}) < 2:
+        return []
+    from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
+
+    listed = few([f"{host} slots={count}" for host, count in slots], 4)
+    off = switched_off(scene.settings)
+    if off:
+        raise TopologyError(f"hostfile {path} gives its hosts different slots ({listed}) but the check-in exchange "
+                            f"that shares them is off ({off}); give every line the slots of the smallest node, or "
+                            "let the nodes check in")
+    if len(slots) < len(hosts):
+        return []  # a line without slots runs the processes its node finds: the sum is the check-in's
+    return [Claim("world_total", sum(count for _, count in slots), f"the sum of hostfile {path}'s slots, which "
+                  f"differ by line ({listed})", PLATFORM)]
 
 
 def _given_rank(scene):
@@ -274,6 +287,29 @@ def read_hostfile(path):
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")
     return hosts
+
+
+_LINES = {}
+
+
+def hostfile_lines(path):
+    """The hosts hostfile ``path`` lists, or None (no hostfile, or one the hostfile's own reader refuses, where it
+    is named). Read once per path: the settings, the count and the topology each ask."""
+    import os
+
+    if not path:
+        return None
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None  # the hostfile's own reader names it
+    key = (os.path.abspath(path), seen.st_mtime_ns, seen.st_size)
+    if key not in _LINES:
+        try:
+            _LINES[key] = len(read_hostfile(path))
+        except EntrypointError:
+            _LINES[key] = None
+    return _LINES[key]
 
 
 def ordinal(name):

@@ -184,8 +184,10 @@ def discover(settings, node, root, kube, warnings=None):
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", READERS["node_rank"], notes,
                               warnings)
     from .slurm import training_most_of  # a big allocation's training count (walk11b B9)
+    from .sources import hostfile_lines
 
-    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0)) + (
+    most = training_most_of(env, settings.get("recovery"), settings.get("spares", 0),
+                            hostfile_lines(settings.get("hostfile"))) + (
         _spares(settings) if settings.get("recovery") else 0)  # recovery's containers
     # the typo bound is for a count someone typed; a scheduler's own count (SLURM_NNODES, a hostfile's lines, an
     # MPI size) is the allocation it made, bounded only by SCHEDULED_NODES_MAX (walk8 B19)
@@ -220,11 +222,12 @@ def discover(settings, node, root, kube, warnings=None):
     port_value = Value(value=port, source=port_claim.source) if port_claim else \
         Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
     job_id = settings.get("job_id") or prefix or env.get("SLURM_JOB_ID") or "nodeweave"
+    world = claims.get("world_total")  # a hostfile whose lines give different slots: their sum (walk12b B10)
     return Topology(
         node_rank=Value(value=rank, source=rank_src), nnodes=Value(value=nnodes, source=nnodes_src),
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
-        world_size=None if lo != hi else hi * nproc, is_master=rank == 0,
+        world_size=None if lo != hi else int(world[0].value) if world else hi * nproc, is_master=rank == 0,
         node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
     )
 
