@@ -1,0 +1,50 @@
+"""The twelfth walk, part A (issue 43, /work/wt/walk12a-report.md), rows fixed by fix12a2: each row's class, one test
+per class, each failing on the code before its fix; each test's docstring starts with the rows it covers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import cli_run
+from cli_run import in_process as run_cli
+from team_folder import make_job_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    return make_job_folder(tmp_path, monkeypatch)
+
+
+# -- A13: a docs recipe that turns recovery on and promises a resume names the checkpoint folder it resumes from ----
+
+def _recovery_recipes():
+    rows = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for paragraph in re.split(r"\n\s*\n", doc.read_text()):
+            for recipe in re.findall(r"recovery: \{enabled: true[^}]*\}", paragraph):
+                if "resum" in paragraph and "as written" not in paragraph and "stand-in" not in paragraph:
+                    rows.append((doc.name, recipe))
+    return rows
+
+
+@pytest.mark.parametrize("doc, recipe", _recovery_recipes())
+def test_a_recovery_recipe_that_promises_a_resume_names_its_checkpoint_folder(doc, recipe):
+    """A13: README's quick-start line `recovery: {enabled: true, spares: 1}` promised "training resumes from the newest
+    complete checkpoint", yet without recovery.checkpoint_dir nothing resumes (validate notes it)."""
+    assert "checkpoint_dir" in recipe, (doc, recipe)
+
+
+def test_the_readme_quick_start_recipe_validates_without_a_no_progress_note(capsys, job_folder):
+    """A13: the recipe, pasted into a spec, draws no note that no checkpoint can count as progress."""
+    recipe = next(r for d, r in _recovery_recipes() if d == "README.md")
+    spec = job_folder / "nodeweave.yaml"
+    spec.write_text(spec.read_text() + f"{recipe}\n")
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and "no_progress_restarts" not in err, out + err
+
+
