@@ -48,3 +48,21 @@ def test_the_readme_quick_start_recipe_validates_without_a_no_progress_note(caps
     assert code == 0 and "no_progress_restarts" not in err, out + err
 
 
+# -- A17: a verb's --help lists only the reach flags it takes (FLAG_VERBS: --overlay for up and down) ----------------
+
+def _reach_verbs():
+    from nodeweave.cluster.options import FLAG_VERBS
+
+    verbs = ["up", "down", "run", "status", "logs", "stop", "shell", "exec", "check", "top", "dashboard"]
+    return [(verb, flag, verb in verbs_of) for verb in verbs for flag, verbs_of, _ in FLAG_VERBS.values()]
+
+
+@pytest.mark.parametrize("verb, flag, takes", _reach_verbs())
+def test_a_verbs_help_lists_a_reach_flag_only_where_the_verb_takes_it(capsys, verb, flag, takes):
+    """A17: `status --help` (and check, stop, shell, logs, top, dashboard, run, exec) listed --overlay, which each of
+    them refuses when typed; up and down list it."""
+    code, out, err = run_cli(capsys, verb, "--help")
+    assert code == 0
+    assert (flag in out) == takes, out
+
+
