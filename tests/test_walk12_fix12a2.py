@@ -66,3 +66,36 @@ def test_a_verbs_help_lists_a_reach_flag_only_where_the_verb_takes_it(capsys, ve
     assert (flag in out) == takes, out
 
 
+# -- A18: an option of a percentage takes 25%, as the docs write it -------------------------------------------------
+
+def _percent_options():
+    from nodeweave.cli.habits.coercion import PERCENT_MARK
+
+    rows = []
+    for words, command in cli_run.leaves():
+        for param in command.params:
+            info = getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
+            if info is not None and getattr(info, PERCENT_MARK, False):
+                rows.append((" ".join(words), param.opts[0]))
+    return rows
+
+
+def test_the_percentage_options_are_marked():
+    """A18: every option whose help calls it a percentage is read by the one percentage reader."""
+    rows = []
+    for words, command in cli_run.leaves():
+        for param in command.params:
+            if "percent" in (getattr(param, "help", "") or "").lower():
+                rows.append((" ".join(words), param.opts[0]))
+    assert rows and sorted(rows) == sorted(_percent_options())
+
+
+@pytest.mark.parametrize("words, flag", _percent_options())
+def test_a_percentage_option_takes_a_percent_sign(capsys, job_folder, words, flag):
+    """A18: `check --threshold 25%` (README: "more than `--threshold` (25%) below the median") was refused as not a
+    number; 25% is 25, and a malformed one is refused naming the percentage form."""
+    code, out, err = run_cli(capsys, *words.split(), "--dry-run", flag, "25%")
+    assert code == 0, out + err
+    assert "threshold 25%" in out
+    code, out, err = run_cli(capsys, *words.split(), "--dry-run", flag, "25%%")
+    assert code == 2 and "25 or 25%" in err, out + err
