@@ -99,3 +99,20 @@ def test_a_percentage_option_takes_a_percent_sign(capsys, job_folder, words, fla
     assert "threshold 25%" in out
     code, out, err = run_cli(capsys, *words.split(), "--dry-run", flag, "25%%")
     assert code == 2 and "25 or 25%" in err, out + err
+
+
+# -- A2: the program's --help lists the options it takes before a verb ----------------------------------------------
+
+def _before_the_verb():
+    from nodeweave.cli import VERB_FLAGS, VERB_OPTIONS_WITH_VALUE
+
+    return [*VERB_OPTIONS_WITH_VALUE, *VERB_FLAGS]
+
+
+@pytest.mark.parametrize("flag", _before_the_verb())
+def test_the_programs_help_lists_what_it_takes_before_a_verb(capsys, flag):
+    """A2: `nodeweave --help` listed only --version and --help, yet -o/--output, --spec and --json are taken before
+    the verb (and the refusal of another option there names them)."""
+    code, out, err = run_cli(capsys, "--help")
+    assert code == 0
+    assert re.search(rf"(^|[ ,]){re.escape(flag)}\b", out.split("Commands:")[0], re.M), out
