@@ -116,3 +116,22 @@ def test_the_programs_help_lists_what_it_takes_before_a_verb(capsys, flag):
     code, out, err = run_cli(capsys, "--help")
     assert code == 0
     assert re.search(rf"(^|[ ,]){re.escape(flag)}\b", out.split("Commands:")[0], re.M), out
+
+
+# -- A12: a --target value that looks like an image reference (docker build -t NAME:TAG) names what names an image --
+
+@pytest.mark.parametrize("argv, hint", [
+    (["image", "build", "cpu", "--dry-run"], "--tag v1"),
+    (["up", "--dry-run"], "--image myimg:v1"),
+    (["run", "--dry-run"], "image.name"),
+    (["status"], "image.name"),
+])
+def test_a_target_that_looks_like_an_image_names_how_an_image_is_named(capsys, job_folder, argv, hint):
+    """A12: `image build cpu -t myimg:v1` was told only "--target 'myimg:v1' is not accepted: local or openshift";
+    every refusal of a --target value (image build's and the cluster verbs') says -t is --target and names the
+    command's way to name an image, and a plain wrong target is told as before."""
+    code, out, err = run_cli(capsys, *argv, "-t", "myimg:v1")
+    line = cli_run.one_line(err)
+    assert code == 2 and "-t is --target here" in line and hint in line, err
+    code, out, err = run_cli(capsys, *argv, "-t", "nosuch")
+    assert code == 2 and "-t is --target" not in err, err
