@@ -135,3 +135,44 @@ def test_a_target_that_looks_like_an_image_names_how_an_image_is_named(capsys, j
     assert code == 2 and "-t is --target here" in line and hint in line, err
     code, out, err = run_cli(capsys, *argv, "-t", "nosuch")
     assert code == 2 and "-t is --target" not in err, err
+
+
+# -- A7: -o name on every verb that lists things by name (output.NAME_LISTS); another verb's refusal names them -----
+
+def test_every_verb_of_the_names_table_takes_o_name_and_says_so(capsys):
+    """A7: the verbs of NAME_LISTS are found by their command's name, and each one's --help offers -o name."""
+    from nodeweave.cli.habits.output import NAME_LISTS
+
+    for command, (verb, _, _) in NAME_LISTS.items():
+        assert verb.split()[-1] == command
+        code, out, err = run_cli(capsys, *verb.split(), "--help")
+        assert code == 0 and "or name:" in out, (verb, out)
+
+
+def test_image_variants_o_name_prints_the_keys(capsys, job_folder):
+    """A7: `image variants -o name` was refused; it prints the catalogue's keys, one a line."""
+    from nodeweave.catalogue import VARIANTS
+
+    code, out, err = run_cli(capsys, "image", "variants", "-o", "name")
+    assert code == 0 and out.split() == list(VARIANTS), out + err
+
+
+def test_status_o_name_prints_the_nodes_that_answer(capsys, job_folder, monkeypatch):
+    """A7: `status -o name` was refused; it prints the nodes that answer, one a line, and nothing else on stdout."""
+    from nodeweave.cluster import status
+
+    def gather(backend, nodes, command, say=None):
+        return [{"node": n.name, "up": n.index == 1, "asked": True, "plan_hash": None, "plan_errors": [],
+                 "error": None, "run": None, "mode": "hold", "recovery": None} for n in nodes]
+
+    monkeypatch.setattr(status, "gather", gather)
+    monkeypatch.setattr(status, "problems", lambda rows: [])
+    code, out, err = run_cli(capsys, "status", "-o", "name")
+    assert code == 0 and out == "node-1\n", out + err
+
+
+@pytest.mark.parametrize("argv", [["runs", "show"], ["validate"], ["bench", "--dry-run"]])
+def test_o_name_elsewhere_names_the_verbs_that_take_it(capsys, job_folder, argv):
+    """A7: another verb's refusal of -o name names the verbs that take it."""
+    code, out, err = run_cli(capsys, *argv, "-o", "name")
+    assert code == 2 and "is taken by runs ls, image variants, status" in cli_run.one_line(err), err

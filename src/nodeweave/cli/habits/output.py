@@ -15,17 +15,53 @@ import typer
 from nodeweave.errors import UsageError
 
 OUTPUTS = ("table", "wide", "json", "yaml")
+NAMES_ONLY = "name"  # -o name: each item's name alone, one a line (kubectl's -o name)
+# The verbs that list things by name, by their command's name, and what -o name prints of them: one table, read by
+# their -o's help and completion, by ``checked`` (another verb's refusal names these) and by
+# ``conflicts.refuse_two_formats`` (walk11 A10: runs ls; walk12 A7: image variants and status refused it).
+NAME_LISTS = {"ls": ("runs ls", "each run's id", "for r in $(nodeweave runs ls -o name)"),
+              "variants": ("image variants", "each variant's key", "for v in $(nodeweave image variants -o name)"),
+              "status": ("status", "each node that answers, by name", "for n in $(nodeweave status -o name)")}
 
 
-def output_option():
-    return typer.Option("table", "--output", "-o", autocompletion=complete_from(*OUTPUTS), help="table (default), wide (every column), json or yaml "
-                                                        "(the data on stdout, as kubectl -o)")
+def output_option(names: "str | None" = None):
+    """``-o/--output``; ``names``: the verb's key in :data:`NAME_LISTS`, whose ``-o name`` it takes."""
+    listed = NAME_LISTS.get(names or "")
+    also = (f", or name: {listed[1]} alone, one a line ({listed[2]}, as kubectl -o name)" if listed else "")
+    return typer.Option("table", "--output", "-o",
+                        autocompletion=complete_from(*OUTPUTS, *((NAMES_ONLY,) if listed else ())),
+                        help=f"table (default), wide (every column), json or yaml (the data on stdout, as kubectl "
+                             f"-o){also}")
 
 
-def checked(output: str) -> str:
+def _running_command() -> str:
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = get_current_context(silent=True)
+    return getattr(getattr(ctx, "command", None), "name", "") or ""
+
+
+def checked(output: str, command: "str | None" = None) -> str:
+    """``output`` when the verb takes it; ``-o name`` only on a verb of :data:`NAME_LISTS` (``command``: its
+    command's name, default the running one)."""
+    command = _running_command() if command is None else command
+    if output == NAMES_ONLY and command in NAME_LISTS:
+        return output
     if output not in OUTPUTS:
-        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}")
+        them = ", ".join(verb for verb, _, _ in NAME_LISTS.values())
+        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}"
+                         + (f" (-o name, the names alone one a line, is taken by {them})"
+                            if output == NAMES_ONLY else ""))
     return output
+
+
+def emit_names(names, output: str) -> bool:
+    """Print ``names`` one a line and return True for ``-o name``; False otherwise."""
+    if output != NAMES_ONLY:
+        return False
+    for name in names:
+        typer.echo(name)
+    return True
 
 
 def emit(data, output: str) -> bool:
@@ -118,11 +154,11 @@ def json_option():
     return typer.Option(False, "--json", help="Print the data as JSON on stdout (the same as -o json)")
 
 
-def data_format(as_json: bool, output: str, typed: bool = False) -> str:
+def data_format(as_json: bool, output: str, typed: bool = False, command: "str | None" = None) -> str:
     """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``; with another
     ``-o`` it is refused, not silently resolved: ``-o table`` too when ``typed`` (the user gave it; only the
     default table gives way to --json: ``conflicts.refuse_two_formats`` knows which, as the line is read)."""
-    fmt = checked(output)
+    fmt = checked(output, command)
     if as_json and fmt != "json" and (typed or fmt != "table"):
         raise UsageError(f"--json is -o json, and -o {fmt} asks for {fmt}: give one of them")
     return "json" if as_json else fmt
