@@ -176,3 +176,40 @@ def test_o_name_elsewhere_names_the_verbs_that_take_it(capsys, job_folder, argv)
     """A7: another verb's refusal of -o name names the verbs that take it."""
     code, out, err = run_cli(capsys, *argv, "-o", "name")
     assert code == 2 and "is taken by runs ls, image variants, status" in cli_run.one_line(err), err
+
+
+# -- A3: an option naming a file nodeweave writes, given a stream (/dev/stdout, /proc/self/fd/1, ...), says so and
+# names the verb's way to its data on stdout; a link's hint names the file at its end, never another link --------
+
+def _file_options():
+    from nodeweave.cli.habits.output import output_file
+
+    rows = []
+    for words, command in cli_run.leaves():
+        for param in command.params:
+            if getattr(getattr(param, "callback", None), "__wrapped__", None) is output_file and not param.hidden:
+                dry = [opt for p in command.params for opt in getattr(p, "opts", ()) if opt == "--dry-run"]
+                rows.append((words + dry, max(param.opts, key=len)))
+    return rows
+
+
+@pytest.mark.parametrize("stream", ["/dev/stdout", "/dev/stderr", "/proc/self/fd/1", "/dev/fd/1"])
+@pytest.mark.parametrize("words, flag", _file_options(), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_a_file_option_given_a_stream_names_the_way_to_stdout(capsys, job_folder, words, flag, stream):
+    """A3: `init --out /dev/stdout` (and bench --json-out) was told to name /proc/self/fd/1 "itself", another link,
+    and then the terminal or the redirect's file; every option naming a file nodeweave writes says it is a stream
+    and names the verb's own way to stdout (output.STDOUT_WAYS)."""
+    from nodeweave.cli.habits.output import STDOUT_WAYS
+
+    code, out, err = run_cli(capsys, *words, flag, stream)
+    line = cli_run.one_line(err)
+    assert code == 2 and "(a stream), not a file" in line and STDOUT_WAYS[flag] in line, line
+    assert "/proc/self" not in line.split("not a file", 1)[1], line
+
+
+def test_a_links_hint_names_the_file_at_its_end(capsys, job_folder):
+    """A3: a link to a link was told to name the middle link, refused in turn."""
+    (job_folder / "l2").symlink_to(job_folder / "real.yaml")
+    (job_folder / "l1").symlink_to(job_folder / "l2")
+    code, out, err = run_cli(capsys, "init", "--out", "l1")
+    assert code == 2 and f"name that file itself ({job_folder.resolve() / 'real.yaml'})" in err, err

@@ -197,13 +197,51 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
     return value
 
 
+# What each option naming a file nodeweave writes offers instead of a stream (walk12 A3: `init --out /dev/stdout` was
+# told to name /proc/self/fd/1, another link, and then the terminal): {flag: the verb's way to its data on stdout}.
+STDOUT_WAYS = {
+    "--out": "`nodeweave init --dry-run` prints the spec on stdout",
+    "--json-out": "`nodeweave bench -o json` prints the result on stdout",
+    "--plot": "a chart is an image file: give a .png or .svg path",
+    "--chart": "a chart is an image file: give a .png or .svg path (`-o json` prints the data on stdout)",
+    "--write-hostfile": "`nodeweave hosts probe -o json` prints the hosts on stdout",
+    "--hostfile": "`nodeweave hosts probe -o json` prints the hosts on stdout",
+}
+
+
 def file_to_write_problem(path: Path, flag: str) -> str:
     """Why the option ``flag`` may not write the file ``path`` (:func:`output_file`'s rules), or "": also for a
     verb's own default path, which no callback judges (bench's result beside the spec)."""
     from nodeweave.failures import own_file_problem
 
+    stream = stream_problem(path)
+    if stream:
+        return f"{stream}: {flag} writes a file; {STDOUT_WAYS.get(flag, 'give a file path')}"
     return (not_a_file_to_write(path, makes_folders=flag in MAKES_FOLDERS) or in_system_tree(path)
             or own_file_problem(path, spec=flag in SPEC_FILES) or "")
+
+
+_STREAMS = {"0": "standard input", "1": "standard output", "2": "standard error"}
+
+
+def stream_problem(path: Path) -> str:
+    """"is standard output (a stream), not a file" for a path that names one of this process's streams rather than
+    a file (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/<pid>/fd/N, /dev/tty), as typed: the link
+    behind it leads to whatever the shell connected (a pipe, a terminal, a redirect's file), never a path to
+    suggest (walk12 A3). Else ""."""
+    import os
+    import re
+
+    text = os.path.normpath(os.path.abspath(str(path)))
+    named = re.fullmatch(r"/dev/std(in|out|err)", text)
+    if named:
+        return f"is standard {'input' if named.group(1) == 'in' else named.group(1).replace('out', 'output').replace('err', 'error')} (a stream), not a file"
+    fd = re.fullmatch(r"/(?:dev|proc/(?:self|thread-self|\d+))/fd/(\d+)", text)
+    if fd:
+        return f"is {_STREAMS.get(fd.group(1), 'descriptor ' + fd.group(1))} (a stream), not a file"
+    if text == "/dev/tty" or re.fullmatch(r"/dev/pts/\d+", text):
+        return "is a terminal, not a file"
+    return ""
 
 
 def in_system_tree(path: Path) -> str:
@@ -286,12 +324,14 @@ def not_a_file_to_write(path: Path, makes_folders: bool = False) -> str:
     import os
     import stat
 
+    stream = stream_problem(path)
+    if stream:
+        return stream
     if os.path.islink(path):
         target = os.readlink(path)
         return (f"is a symbolic link to {target}, and nodeweave never writes through a link (the file behind it "
                 f"belongs to another folder, and whatever else links it would change too): name that file itself "
-                f"({os.path.normpath(os.path.join(os.path.dirname(path), target))}) to replace it, or remove the "
-                "link first")
+                f"({os.path.realpath(path)}) to replace it, or remove the link first")  # its end: never another link
     problem = not_a_file_to_read(path, makes_folders)
     if problem:
         return problem
