@@ -213,3 +213,29 @@ def test_a_links_hint_names_the_file_at_its_end(capsys, job_folder):
     (job_folder / "l1").symlink_to(job_folder / "l2")
     code, out, err = run_cli(capsys, "init", "--out", "l1")
     assert code == 2 and f"name that file itself ({job_folder.resolve() / 'real.yaml'})" in err, err
+
+
+# -- A6: nodeweave's own workers are launched as modules, never judged as a user's script -------------------------
+
+def _own_worker_commands():
+    from nodeweave.bench.runner import BenchConfig, worker_command
+    from nodeweave.check.driver import CheckOptions
+
+    import dataclasses
+
+    fields = {f.name: None for f in dataclasses.fields(BenchConfig) if f.default is dataclasses.MISSING
+              and f.default_factory is dataclasses.MISSING}
+    fields.update(ops=("all_reduce",), iters=1, warmup=0, nproc="1")
+    bench = worker_command(BenchConfig(**{k: v for k, v in fields.items()}), "/tmp/out.json")
+    return [("bench", bench[bench.index("--") + 1:]), ("check", list(CheckOptions().worker_command()))]
+
+
+@pytest.mark.parametrize("verb, command", _own_worker_commands())
+def test_nodeweaves_own_worker_draws_no_script_note(tmp_path, verb, command):
+    """A6: a failed bench quoted the entrypoint's warning that nodeweave's own bench worker "is outside the working
+    directory ...: copy it into the working directory"; every worker nodeweave launches is the launcher's module form
+    (`-m nodeweave...`), which the script notes leave alone, from any working directory."""
+    from nodeweave.entrypoint.planning.consistency import script_notes
+
+    assert command[0] == "-m" and command[1].startswith("nodeweave."), command
+    assert script_notes("torchrun", command, str(tmp_path)) == []
