@@ -239,3 +239,49 @@ def test_nodeweaves_own_worker_draws_no_script_note(tmp_path, verb, command):
 
     assert command[0] == "-m" and command[1].startswith("nodeweave."), command
     assert script_notes("torchrun", command, str(tmp_path)) == []
+
+
+# -- A9, A10: every option of a requirements file is checked for the value pip needs (spec.sections.image's table) --
+
+def _option_lines():
+    from nodeweave.spec.sections.image import OPTION_VALUES, PER_REQUIREMENT, REQUIREMENT_OPTIONS
+
+    rows = []
+    for option in REQUIREMENT_OPTIONS:
+        if OPTION_VALUES[option] is None:
+            rows.append((f"{option}=1", "which it does not take"))
+        else:
+            rows.append((option, "without its value"))
+    for option in PER_REQUIREMENT:
+        rows.append((f"tqdm==4.66.1 {option}", "without its value"))
+    rows += [("tqdm==4.66.1 --hsah=sha256:abc", "did you mean --hash?"),
+             ("tqdm==4.66.1 --hash=sha256:abc", "--hash needs sha256:<64 hex digits>"),
+             ("tqdm==4.66.1 --hash=md5:" + "a" * 32, "--hash needs sha256:<64 hex digits>"),
+             (f"tqdm==4.66.1 --hash=sha256:{'a' * 64} --hash=sha512:x", "--hash needs sha256:<64 hex digits>")]
+    return rows
+
+
+@pytest.mark.parametrize("line, said", _option_lines())
+def test_a_requirements_option_without_the_value_pip_needs_is_refused(capsys, job_folder, line, said):
+    """A9, A10: `tqdm==4.66.1 --hsah=sha256:abc`, a --hash that is not 64 hex, a bare `--extra-index-url` (-i,
+    --trusted-host, ...) passed validate and failed the image build in pip; each is refused naming file and line."""
+    (job_folder / "requirements.txt").write_text(f"tqdm==4.66.1\n{line}\n")
+    spec = job_folder / "nodeweave.yaml"
+    spec.write_text(spec.read_text().replace("image: {variant: cpu}", "image: {variant: cpu, requirements: "
+                                                                      "requirements.txt}"))
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 2 and "requirements.txt:2:" in err and said in err, out + err
+
+
+@pytest.mark.parametrize("line", ["--extra-index-url https://example.org/simple", "-i https://example.org/simple",
+                                  "--pre", "--only-binary=:all:", "--trusted-host example.org",
+                                  f"tqdm==4.66.1 --hash=sha256:{'a' * 64} --hash sha512:{'b' * 128}",
+                                  "tqdm==4.66.1 --config-settings key=value"])
+def test_a_requirements_option_as_pip_takes_it_passes(capsys, job_folder, line):
+    """A9, A10: the options in the form pip takes still pass."""
+    (job_folder / "requirements.txt").write_text(f"{line}\n" if line.startswith("tqdm") else f"tqdm==4.66.1\n{line}\n")
+    spec = job_folder / "nodeweave.yaml"
+    spec.write_text(spec.read_text().replace("image: {variant: cpu}", "image: {variant: cpu, requirements: "
+                                                                      "requirements.txt}"))
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0, out + err
