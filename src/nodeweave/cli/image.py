@@ -293,7 +293,7 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
     from nodeweave.cluster.execute import Execution, execute
 
     if target != "openshift":
-        from nodeweave.cli.habits.othertools import target_meant
+        from nodeweave.failures import target_meant
 
         raise UsageError(f"--target {target!r} is not accepted: local or openshift{target_meant(target)}")
     cluster = build_steps(spec, spec_path, context_dir, variant)
