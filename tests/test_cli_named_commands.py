@@ -292,11 +292,16 @@ def _hidden_params():
     """Every hidden parameter but the root's copies of the verbs' own options, there for shell completion only
     (`nodeweave -o <TAB>`, walk5 W54; a real call moves them after the verb)."""
     from nodeweave.cli import VERB_FLAGS, VERB_OPTIONS_WITH_VALUE
+    from nodeweave.cluster.options import FLAG_VERBS
 
     completing = set(VERB_OPTIONS_WITH_VALUE) | set(VERB_FLAGS)
+    # a reach flag a verb refuses (FLAG_VERBS: --overlay outside up and down) is read only to be refused, and so
+    # hidden from that verb's --help (walk12 A17): no old spelling either
+    refused = {(verb, flag) for flag, verbs, _ in FLAG_VERBS.values() for verb in COMMANDS if verb not in verbs}
     return sorted({(path, p.opts[0] if getattr(p, "opts", None) else p.name)
                    for path, c in COMMANDS.items() for p in c.params if getattr(p, "hidden", False)
-                   and not (not path and set(getattr(p, "opts", ())) & completing)})
+                   and not (not path and set(getattr(p, "opts", ())) & completing)
+                   and (path, p.opts[0] if getattr(p, "opts", None) else p.name) not in refused})
 
 
 # each hidden (deprecated) spelling, as a user would still type it: the note must name a working new one

@@ -199,7 +199,8 @@ def _spec_with_requirements(tmp_path: Path, lines: str) -> Path:
 
 
 def test_requirements_file_is_read_and_every_line_must_be_pinned(tmp_path):
-    good = "# pinned\ntransformers==4.57.1  # comment\nfoo[bar]==1.0 \\\n  --hash=sha256:abc\n--extra-index-url https://x/simple\n"
+    good = (f"# pinned\ntransformers==4.57.1  # comment\nfoo[bar]==1.0 \\\n  --hash=sha256:{'a' * 64}\n"  # pip's own shape
+            "--extra-index-url https://x/simple\n")
     assert load_spec(_spec_with_requirements(tmp_path, good)).image.requirements == "req.txt"
     with pytest.raises(UsageError) as caught:
         load_spec(_spec_with_requirements(tmp_path, "a==1\n\ntorch>=2.0\n"))

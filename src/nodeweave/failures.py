@@ -396,3 +396,28 @@ def _raised_by_exec(err: BaseException) -> bool:
     while tb is not None:
         last, tb = tb, tb.tb_next
     return last is not None and last.tb_frame.f_code.co_name in ("_execute_child", "execvpe", "_fork_exec")
+
+
+# -t is --target on nodeweave's commands; docker build's and podman build's users type it for the image's NAME:TAG
+# (walk12 A12: `image build cpu -t myimg:v1` was told only "not accepted: local or openshift"). A --target value
+# that looks like an image reference (a ':', '/' or '@' no target name has): the refusal names what names an image
+# on that command, the first of these it has.
+IMAGE_MEANT: "tuple[tuple[str, str], ...]" = (
+    ("--tag", "the image's tag is --tag {tag} (its name is the spec's image.name and image.registry)"),
+    ("--image", "the image the nodes run is --image {value}"),
+)
+
+
+def target_meant(value) -> str:
+    """"; -t is --target here ...: the image's tag is --tag v1 ..." for a --target value that looks like an image
+    reference, said by every refusal of a --target value; else "" (the running command's options pick the hint)."""
+    text = str(value or "")
+    if not any(mark in text for mark in ":/@"):
+        return ""
+    tag = text.rpartition("@")[0] if "@" in text else text
+    tag = tag.rpartition(":")[2] if ":" in tag.rpartition("/")[2] else "TAG"
+    for ours, said in IMAGE_MEANT:
+        if verb_takes(ours):
+            return (f"; -t is --target here (docker build -t names the image), and {said.format(tag=tag, value=text)}")
+    return ("; -t is --target here (docker build -t names the image); the image is the spec's image.name, "
+            "image.registry and image.tag")

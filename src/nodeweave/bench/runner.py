@@ -23,7 +23,10 @@ from pathlib import Path
 import nodeweave
 from nodeweave.errors import UsageError
 
-WORKER = Path(__file__).with_name("worker.py")
+# The worker, launched as the launcher's own module form (`-- -m MODULE`, as check's worker is): nodeweave's own code,
+# importable wherever the bench runs (PYTHONPATH below), never a user's script judged as one (walk12 A6: its path
+# outside the project drew "copy it into the working directory").
+WORKER_MODULE = "nodeweave.bench.worker"
 BASELINE_LABEL = "baseline"
 _LOG_TAIL = 4000
 _TERM_GRACE_S = 45  # torchrun gives workers 30 s after SIGTERM
@@ -86,7 +89,7 @@ def worker_command(config: BenchConfig, out_path: str) -> "list[str]":
                    "--backend", config.backend, "--dtype", config.dtype, "--out", out_path]
     if config.sizes:
         worker_args += ["--sizes", config.sizes]
-    return [sys.executable, "-m", "nodeweave.entrypoint", "--", str(WORKER), *worker_args]
+    return [sys.executable, "-m", "nodeweave.entrypoint", "--", "-m", WORKER_MODULE, *worker_args]
 
 
 def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[str, str] | None" = None) -> "dict[str, str]":

@@ -105,10 +105,15 @@ def _print_version(value: bool) -> None:
 
 
 def _typed_before_the_verb(option):
-    """A verb's option (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) on the root too, hidden: the shell completes its
-    values there as after the verb (`nodeweave -o <TAB>` offered the verbs, walk5 W54). A real call never reaches
-    the root with it: ``verb_options_first`` has moved it after the verb."""
-    option.hidden = True
+    """A verb's option (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) on the root too: the shell completes its values
+    there as after the verb (`nodeweave -o <TAB>` offered the verbs, walk5 W54), and ``nodeweave --help`` lists it,
+    saying it is the verb's (walk12 A2: the root's help listed only --version, yet the refusal of another option
+    there named these three). A real call never reaches the root with it: ``verb_options_first`` has moved it after
+    the verb."""
+    import copy
+
+    option = copy.copy(option)
+    option.help = f"(the verb's option, taken before it too) {option.help}"
     return option
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
-from nodeweave.cli.habits.coercion import seconds_option
+from nodeweave.cli.habits.coercion import percent_option, seconds_option
 
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
@@ -83,8 +83,8 @@ def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = 
 
 @reach_options
 def check_command(
-    threshold: float = typer.Option(25.0, "--threshold", help="Percent below the median of its peers at which a "
-                                    "node or link is named"),
+    threshold: float = percent_option(typer.Option(25.0, "--threshold", help="Percent below the median of its peers at "
+                                                   "which a node or link is named")),
     repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict (1 to 10)"),
     backend_name: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),

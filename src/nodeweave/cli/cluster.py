@@ -13,7 +13,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, remember_up, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, is_data,
+from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, emit_names, is_data,
                                         output_option, runs_folder_read, runs_parent, spec_job, tell)
 from nodeweave.errors import EXIT_ENVIRONMENT, NodeweaveError, UsageError
 
@@ -247,7 +247,7 @@ def down_command(
 def status_command(
     node: List[str] = NODE,
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, as_json: bool = JSON,
-    output: str = output_option(),
+    output: str = output_option(names="status"),
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
@@ -280,7 +280,9 @@ def status_command(
             **({"renamed": renamed} if renamed else {})}
     fmt = data_format(as_json, output)
     unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
-    if not emit(data, fmt) and not (rows and unasked):  # then the one line below names them all, as ranges
+    if emit_names((r["node"] for r in rows if r["up"]), fmt):  # -o name: the nodes that answer, one a line
+        pass
+    elif not emit(data, fmt) and not (rows and unasked):  # then the one line below names them all, as ranges
         console().print(status_table(backend, rows, wide=fmt == "wide"))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view

@@ -330,7 +330,9 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
     from nodeweave.cluster.execute import Execution, execute
 
     if target != "openshift":
-        raise UsageError(f"--target {target!r} is not accepted: local or openshift")
+        from nodeweave.failures import target_meant
+
+        raise UsageError(f"--target {target!r} is not accepted: local or openshift{target_meant(target)}")
     cluster = build_steps(spec, spec_path, context_dir, variant)
     plan = cluster_image_plan(cluster, variant)
     refused = cluster.refusal()  # no oc, or a cluster it cannot reach: before anything is written, as its dry run says

@@ -14,7 +14,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.spec_path import reader_spec
-from nodeweave.cli.habits.output import OUTPUTS, checked, complete_from, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, runs_folder_read, data_format, emit, emit_names, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
@@ -50,7 +50,6 @@ def _console():
     return console()
 
 
-NAMES_ONLY = "name"  # runs ls -o name: each run's id, one a line (kubectl's -o name)
 
 
 @runs_app.command("ls")
@@ -58,9 +57,7 @@ def ls_command(
     runs_dir: Optional[Path] = RUNS_DIR,
     spec_path: Optional[Path] = SPEC,
     job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (a job's name, a DNS label as the spec's name is; none of its runs there: the jobs there are named)"),
-    output: str = typer.Option("table", "--output", "-o", autocompletion=complete_from(*OUTPUTS, NAMES_ONLY), help="table (default), wide (every column), json or yaml "
-                               "(the data on stdout, as kubectl -o), or name: each run's id alone, one a line "
-                               "(for r in $(nodeweave runs ls -o name), as kubectl -o name)"),
+    output: str = output_option(names="ls"),
     as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
@@ -73,11 +70,9 @@ def ls_command(
         _judge_job(job)
     every = list_runs(parent)
     rows = [e.summary() for e in list_runs(parent, job)] if job is not None else [e.summary() for e in every]
-    if output == NAMES_ONLY and not as_json:  # walk11 A10: the ids alone, for a script's loop
-        for row in rows:
-            typer.echo(row.get("run"))
-        return
     output = data_format(as_json, output)
+    if emit_names((row.get("run") for row in rows), output):  # walk11 A10: the ids alone, for a script's loop
+        return
     if emit(rows, output):
         return
     table = Table(title=f"runs in {parent}", title_justify="left")

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import typer
 
-from nodeweave.cli.habits.output import data_format, emit, output_option, table_width
+from nodeweave.cli.habits.output import data_format, emit, emit_names, output_option, table_width
 
 
 def variant_records() -> list:
@@ -31,14 +31,15 @@ def variant_records() -> list:
 def variants(
     as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout; "
                                  "the same as -o json"),
-    output: str = output_option(),
+    output: str = output_option(names="variants"),
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
     from nodeweave.usertext import console as people_console
     from rich.table import Table
 
     records = variant_records()
-    if emit(records, data_format(as_json, output)):  # --json is -o json: one output
+    fmt = data_format(as_json, output)
+    if emit(records, fmt) or emit_names((r["key"] for r in records), fmt):  # --json is -o json: one output
         return
     table = Table(title="nodeweave image variants (image.variant)")
     table.add_column("variant", no_wrap=True)

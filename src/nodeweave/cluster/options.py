@@ -74,8 +74,10 @@ class ClusterOptions:
         target = TARGET_ALIASES.get(self.target or "", self.target) or (
             "hosts" if self.hosts or self.hosts_file else "local")
         if target not in TARGETS:
+            from nodeweave.failures import target_meant
+
             raise UsageError(f"--target {self.target!r} is not accepted: {', '.join(TARGETS)} "
-                             f"(or {', '.join(TARGET_ALIASES)})")
+                             f"(or {', '.join(TARGET_ALIASES)}){target_meant(self.target)}")
         return target
 
     def with_hosts_file_read(self) -> "ClusterOptions":

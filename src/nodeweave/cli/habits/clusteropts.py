@@ -59,14 +59,14 @@ def reach_options(verb):
     place of ``reach``, so every verb's ``--help``, completion and checks see them, declared here once.
     """
     signature = inspect.signature(verb)
-    names = [name for name, _, _ in REACH_FLAGS]
-    flags = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
-             for name, kind, option in REACH_FLAGS]
+    name = verb.__name__.removesuffix("_command")  # the verb as typed: up_command is `nodeweave up`
+    names = [flag for flag, _, _ in REACH_FLAGS]
+    flags = [inspect.Parameter(flag, inspect.Parameter.KEYWORD_ONLY, default=_listed(flag, option, name),
+                               annotation=kind)
+             for flag, kind, option in REACH_FLAGS]
     params = []
     for param in signature.parameters.values():
         params += flags if param.name == "reach" else [param.replace(kind=inspect.Parameter.KEYWORD_ONLY)]
-
-    name = verb.__name__.removesuffix("_command")  # the verb as typed: up_command is `nodeweave up`
 
     @functools.wraps(verb)
     def with_reach(**given):
@@ -80,6 +80,20 @@ def reach_options(verb):
     annotations = {k: v for k, v in verb.__annotations__.items() if k != "reach"}
     with_reach.__annotations__ = {**annotations, **{name: kind for name, kind, _ in REACH_FLAGS}}
     return with_reach
+
+
+def _listed(field: str, option, verb: str):
+    """``option`` as ``verb`` shows it: a reach flag this verb makes nothing of (``FLAG_VERBS``: ``--overlay`` outside
+    up and down) is still read, so typing it gets ``refuse_verb_idle_flags``' one line, but its ``--help`` does not
+    list it (walk12 A17: nine verbs' help offered --overlay, which each of them refuses)."""
+    import copy
+
+    from nodeweave.cluster.options import FLAG_VERBS
+
+    if field in FLAG_VERBS and verb not in FLAG_VERBS[field][1]:
+        option = copy.copy(option)
+        option.hidden = True
+    return option
 
 
 def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option):

@@ -151,18 +151,8 @@ def refuse_two_formats(command, ctx) -> None:
         source = ctx.get_parameter_source(names["--output"])
         typed = source is not None and getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT")
         output = params.get(names["--output"]) or "table"
-        if output in OWN_OUTPUTS.get(command.name, ()):  # a format of this verb's alone (runs ls -o name)
-            if params.get(names["--json"]):
-                from nodeweave.errors import UsageError
-
-                raise UsageError(f"--json is -o json, and -o {output} asks for {output}: give one of them")
-            return
-        data_format(bool(params.get(names["--json"])), output, typed=typed)
-
-
-# Formats one verb takes besides the table, wide, json and yaml of every verb (walk11 A10: `runs ls -o name`, each
-# run's id alone, one a line, as kubectl -o name; a script's loop over the runs needed jq before).
-OWN_OUTPUTS = {"ls": ("name",)}
+        # -o name on a verb of output.NAME_LISTS only (walk11 A10, walk12 A7)
+        data_format(bool(params.get(names["--json"])), output, typed=typed, command=command.name)
 
 
 def _spellings(command, option: str) -> "list[str]":

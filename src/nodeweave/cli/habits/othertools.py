@@ -126,3 +126,4 @@ def short_meant(given, target: str, idle_for: Dict[str, "tuple[str, tuple]"]) ->
                 return (f"{short} is {flag} (for target {' or '.join(targets)}), which does nothing for target "
                         f"{target}; {habit}: did you mean {ours} {value}?")
     return ""
+

@@ -15,17 +15,53 @@ import typer
 from nodeweave.errors import UsageError
 
 OUTPUTS = ("table", "wide", "json", "yaml")
+NAMES_ONLY = "name"  # -o name: each item's name alone, one a line (kubectl's -o name)
+# The verbs that list things by name, by their command's name, and what -o name prints of them: one table, read by
+# their -o's help and completion, by ``checked`` (another verb's refusal names these) and by
+# ``conflicts.refuse_two_formats`` (walk11 A10: runs ls; walk12 A7: image variants and status refused it).
+NAME_LISTS = {"ls": ("runs ls", "each run's id", "for r in $(nodeweave runs ls -o name)"),
+              "variants": ("image variants", "each variant's key", "for v in $(nodeweave image variants -o name)"),
+              "status": ("status", "each node that answers, by name", "for n in $(nodeweave status -o name)")}
 
 
-def output_option():
-    return typer.Option("table", "--output", "-o", autocompletion=complete_from(*OUTPUTS), help="table (default), wide (every column), json or yaml "
-                                                        "(the data on stdout, as kubectl -o)")
+def output_option(names: "str | None" = None):
+    """``-o/--output``; ``names``: the verb's key in :data:`NAME_LISTS`, whose ``-o name`` it takes."""
+    listed = NAME_LISTS.get(names or "")
+    also = (f", or name: {listed[1]} alone, one a line ({listed[2]}, as kubectl -o name)" if listed else "")
+    return typer.Option("table", "--output", "-o",
+                        autocompletion=complete_from(*OUTPUTS, *((NAMES_ONLY,) if listed else ())),
+                        help=f"table (default), wide (every column), json or yaml (the data on stdout, as kubectl "
+                             f"-o){also}")
 
 
-def checked(output: str) -> str:
+def _running_command() -> str:
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = get_current_context(silent=True)
+    return getattr(getattr(ctx, "command", None), "name", "") or ""
+
+
+def checked(output: str, command: "str | None" = None) -> str:
+    """``output`` when the verb takes it; ``-o name`` only on a verb of :data:`NAME_LISTS` (``command``: its
+    command's name, default the running one)."""
+    command = _running_command() if command is None else command
+    if output == NAMES_ONLY and command in NAME_LISTS:
+        return output
     if output not in OUTPUTS:
-        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}")
+        them = ", ".join(verb for verb, _, _ in NAME_LISTS.values())
+        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}"
+                         + (f" (-o name, the names alone one a line, is taken by {them})"
+                            if output == NAMES_ONLY else ""))
     return output
+
+
+def emit_names(names, output: str) -> bool:
+    """Print ``names`` one a line and return True for ``-o name``; False otherwise."""
+    if output != NAMES_ONLY:
+        return False
+    for name in names:
+        typer.echo(name)
+    return True
 
 
 def emit(data, output: str) -> bool:
@@ -118,11 +154,11 @@ def json_option():
     return typer.Option(False, "--json", help="Print the data as JSON on stdout (the same as -o json)")
 
 
-def data_format(as_json: bool, output: str, typed: bool = False) -> str:
+def data_format(as_json: bool, output: str, typed: bool = False, command: "str | None" = None) -> str:
     """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``; with another
     ``-o`` it is refused, not silently resolved: ``-o table`` too when ``typed`` (the user gave it; only the
     default table gives way to --json: ``conflicts.refuse_two_formats`` knows which, as the line is read)."""
-    fmt = checked(output)
+    fmt = checked(output, command)
     if as_json and fmt != "json" and (typed or fmt != "table"):
         raise UsageError(f"--json is -o json, and -o {fmt} asks for {fmt}: give one of them")
     return "json" if as_json else fmt
@@ -161,13 +197,51 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
     return value
 
 
+# What each option naming a file nodeweave writes offers instead of a stream (walk12 A3: `init --out /dev/stdout` was
+# told to name /proc/self/fd/1, another link, and then the terminal): {flag: the verb's way to its data on stdout}.
+STDOUT_WAYS = {
+    "--out": "`nodeweave init --dry-run` prints the spec on stdout",
+    "--json-out": "`nodeweave bench -o json` prints the result on stdout",
+    "--plot": "a chart is an image file: give a .png or .svg path",
+    "--chart": "a chart is an image file: give a .png or .svg path (`-o json` prints the data on stdout)",
+    "--write-hostfile": "`nodeweave hosts probe -o json` prints the hosts on stdout",
+    "--hostfile": "`nodeweave hosts probe -o json` prints the hosts on stdout",
+}
+
+
 def file_to_write_problem(path: Path, flag: str) -> str:
     """Why the option ``flag`` may not write the file ``path`` (:func:`output_file`'s rules), or "": also for a
     verb's own default path, which no callback judges (bench's result beside the spec)."""
     from nodeweave.failures import own_file_problem
 
+    stream = stream_problem(path)
+    if stream:
+        return f"{stream}: {flag} writes a file; {STDOUT_WAYS.get(flag, 'give a file path')}"
     return (not_a_file_to_write(path, makes_folders=flag in MAKES_FOLDERS) or in_system_tree(path)
             or own_file_problem(path, spec=flag in SPEC_FILES) or "")
+
+
+_STREAMS = {"0": "standard input", "1": "standard output", "2": "standard error"}
+
+
+def stream_problem(path: Path) -> str:
+    """"is standard output (a stream), not a file" for a path that names one of this process's streams rather than
+    a file (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/<pid>/fd/N, /dev/tty), as typed: the link
+    behind it leads to whatever the shell connected (a pipe, a terminal, a redirect's file), never a path to
+    suggest (walk12 A3). Else ""."""
+    import os
+    import re
+
+    text = os.path.normpath(os.path.abspath(str(path)))
+    named = re.fullmatch(r"/dev/std(in|out|err)", text)
+    if named:
+        return f"is standard {'input' if named.group(1) == 'in' else named.group(1).replace('out', 'output').replace('err', 'error')} (a stream), not a file"
+    fd = re.fullmatch(r"/(?:dev|proc/(?:self|thread-self|\d+))/fd/(\d+)", text)
+    if fd:
+        return f"is {_STREAMS.get(fd.group(1), 'descriptor ' + fd.group(1))} (a stream), not a file"
+    if text == "/dev/tty" or re.fullmatch(r"/dev/pts/\d+", text):
+        return "is a terminal, not a file"
+    return ""
 
 
 def in_system_tree(path: Path) -> str:
@@ -250,12 +324,14 @@ def not_a_file_to_write(path: Path, makes_folders: bool = False) -> str:
     import os
     import stat
 
+    stream = stream_problem(path)
+    if stream:
+        return stream
     if os.path.islink(path):
         target = os.readlink(path)
         return (f"is a symbolic link to {target}, and nodeweave never writes through a link (the file behind it "
                 f"belongs to another folder, and whatever else links it would change too): name that file itself "
-                f"({os.path.normpath(os.path.join(os.path.dirname(path), target))}) to replace it, or remove the "
-                "link first")
+                f"({os.path.realpath(path)}) to replace it, or remove the link first")  # its end: never another link
     problem = not_a_file_to_read(path, makes_folders)
     if problem:
         return problem

@@ -25,6 +25,16 @@ KEYS = ("variant", "registry", "tag", "base", "build_args", "apt", "pip", "requi
 # Options a requirements file may carry; -r/-c/-e would reach files outside it or install unpinned code.
 REQUIREMENT_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--hash", "--pre",
                        "--only-binary", "--no-binary", "--prefer-binary", "--trusted-host")
+# What each of them takes, as pip reads it (None: a flag, no value): a value missing or of another shape is refused
+# by validate naming the line, not by pip minutes into the build (walk12 A9, A10). PER_REQUIREMENT: what pip takes
+# after a requirement on its line.
+OPTION_VALUES = {"--index-url": "a URL", "-i": "a URL", "--extra-index-url": "a URL", "--find-links": "a URL or a path",
+                 "-f": "a URL or a path", "--hash": "sha256:<64 hex digits> (or sha384:<96>, sha512:<128>)",
+                 "--pre": None, "--only-binary": ":all:, :none: or package names",
+                 "--no-binary": ":all:, :none: or package names", "--prefer-binary": None, "--trusted-host": "a host",
+                 "--config-settings": "KEY=VALUE", "--global-option": "a setup.py option"}
+PER_REQUIREMENT = ("--hash", "--config-settings", "--global-option")
+HASH_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 
 def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
@@ -172,7 +182,8 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, varia
         problem = _requirement_problem(line)
         if problem:
             raise r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
-                         f"line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
+                         f"line (with --hash=sha256:<64 hex> after it), comments, and the options "
+                         f"{', '.join(REQUIREMENT_OPTIONS)} with their values")
     for number, line, accepted in requirement_conflicts(text, variant):
         raise r.fail(node, field, f"{shown}:{number}: {line}", accepted)
 
@@ -302,11 +313,52 @@ def requirement_lines(text: str):
     return _logical_lines(text)
 
 
+def _option_problems(words: "list[str]", allowed) -> Optional[str]:
+    """Why the option words ``words`` (``--opt VALUE``, ``--opt=VALUE``) are not what pip takes, or None: an option
+    not in ``allowed`` (a near one named), a value missing, a flag given one, a --hash not ``ALGO:<hex>`` of its
+    length."""
+    import difflib
+    import re
+
+    index = 0
+    while index < len(words):
+        word = words[index]
+        option, equals, value = word.partition("=")
+        if option not in allowed:
+            near = difflib.get_close_matches(option, allowed, n=1, cutoff=0.6)
+            return (f"has {option!r}, an option pip does not take there" + (f" (did you mean {near[0]}?)" if near
+                                                                              else ""))
+        takes = OPTION_VALUES.get(option)
+        if takes is None:
+            if equals:
+                return f"gives {option} a value ({value!r}), which it does not take: write {option} alone"
+            index += 1
+            continue
+        if not equals:
+            if index + 1 >= len(words) or words[index + 1].startswith("-"):
+                return f"has {option} without its value: {option} needs {takes}"
+            value = words[index + 1]
+            index += 1
+        index += 1
+        if not value.strip():
+            return f"has {option} without its value: {option} needs {takes}"
+        if option == "--hash":
+            algorithm, _, digest = value.partition(":")
+            if algorithm not in HASH_LENGTHS or not re.fullmatch(r"[0-9a-f]{%d}" % HASH_LENGTHS[algorithm], digest):
+                return f"has --hash={value}, which pip cannot match: --hash needs {takes}"
+    return None
+
+
 def _requirement_problem(line: str) -> Optional[str]:
+    import shlex
+
     if line.startswith("-"):
         option = line.split("=", 1)[0].split()[0]
         if option in REQUIREMENT_OPTIONS:
-            return None
+            try:
+                return _option_problems(shlex.split(line), REQUIREMENT_OPTIONS)
+            except ValueError as err:  # an unclosed quote
+                return f"cannot be read as pip reads it ({err})"
         if option in ("-e", "--editable"):  # an editable install is a checkout the image cannot keep (replay10 A6)
             target = line[len(option):].lstrip(" =")
             if target.startswith(_VCS) or "://" in target:
@@ -315,8 +367,16 @@ def _requirement_problem(line: str) -> Optional[str]:
                     "workspace and import it from there, or build it into a wheel and give the wheel's folder to the "
                     "build (--wheelhouse FOLDER) as name==version")
         return "is an option a pinned image cannot take"
-    requirement = line.split(" --", 1)[0].strip()
-    return None if rules.PINNED_REQUIREMENT.check(requirement) else f"is not pinned to one version: {pin_form(requirement)}"
+    requirement, dashes, options = line.partition(" --")
+    requirement = requirement.strip()
+    if not rules.PINNED_REQUIREMENT.check(requirement):
+        return f"is not pinned to one version: {pin_form(requirement)}"
+    if dashes:  # the options pip takes after a requirement on its line (walk12 A9: `--hsah=...` passed)
+        try:
+            return _option_problems(shlex.split("--" + options), PER_REQUIREMENT)
+        except ValueError as err:
+            return f"cannot be read as pip reads it ({err})"
+    return None
 
 
 _VCS = ("git+", "hg+", "svn+", "bzr+")
