@@ -1,0 +1,140 @@
+"""The twelfth walk, part A (issue 43, /work/wt/walk12a-report.md), rows fixed by fix12a1: each row's class, one test
+per class, each failing on the code before its fix; each test's docstring starts with the rows it covers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cli_run
+from cli_run import in_process as run_cli
+
+FOREIGN = b"somebody else's file\n"
+
+
+# -- A21, A22, A23: a file nodeweave writes for the user is made exclusively at the moment of writing; one that
+# appeared after the start-up check is kept (replaced only with --force, judged again then) ---------------------------
+
+def _bench_json(path: Path, force: bool):
+    from nodeweave.bench import report
+    from nodeweave.cli.habits.replace import may_replace
+
+    return report.write_json(path, {"schema": "nodeweave.bench/1", "runs": []},
+                             may_replace("--json-out", "bench", force), f"--json-out {path}")
+
+
+def _hostfile(path: Path, force: bool):
+    from nodeweave.cli.habits.replace import may_replace
+    from nodeweave.hosts import Hostfile, write_hostfile
+
+    write_hostfile(path, Hostfile("node-0 slots=8\n"), force, may_replace("--write-hostfile", "hostfile", force))
+
+
+def _plan_record(path: Path, force: bool, monkeypatch=None):
+    from nodeweave.cluster import execute
+    from nodeweave.plan import Plan
+
+    import os
+
+    os.environ[execute.RECORD_ENV] = str(path)
+    try:
+        execute.record(Plan("up", "here", (), ()))
+    finally:
+        del os.environ[execute.RECORD_ENV]
+
+
+WRITERS = {"bench --json-out": (_bench_json, "out.json"), "hosts probe --write-hostfile": (_hostfile, "hostfile"),
+           "NODEWEAVE_PLAN_RECORD": (_plan_record, "plan.json")}
+
+
+@pytest.mark.parametrize("member", sorted(WRITERS))
+@pytest.mark.parametrize("force", [False, True])
+def test_a_file_that_appeared_after_the_check_is_kept(tmp_path, member, force):
+    """A21, A22, A23: every writer of a file the user names, called as the verb calls it after its start-up check
+    found the name free, keeps a foreign file that appeared meanwhile (one line, exit 2), --force or not."""
+    from nodeweave.errors import UsageError
+
+    writer, name = WRITERS[member]
+    path = tmp_path / name
+    path.write_bytes(FOREIGN)
+    with pytest.raises(UsageError) as err:
+        writer(path, force)
+    assert path.read_bytes() == FOREIGN
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+def test_an_earlier_result_that_appeared_is_kept_without_force(tmp_path):
+    """A22: a bench result written at --json-out by another bench while this one ran is kept without --force (the
+    refusal says so and names the file), and replaced with it."""
+    from nodeweave.errors import UsageError
+
+    path = tmp_path / "base.json"
+    earlier = json.dumps({"schema": "nodeweave.bench/1", "runs": ["first"]}).encode()
+    path.write_bytes(earlier)
+    with pytest.raises(UsageError, match="appeared after this command started.*--force"):
+        _bench_json(path, False)
+    assert path.read_bytes() == earlier
+    _bench_json(path, True)
+    assert json.loads(path.read_text())["runs"] == []
+
+
+def test_the_default_bench_name_taken_meanwhile_moves_on(tmp_path):
+    """A21: two benches of one second: the second writes the next free default name, never over the first's."""
+    from nodeweave.bench import report
+    from nodeweave.cli.bench import default_json_path
+
+    first = default_json_path(tmp_path)
+    first.write_text('{"schema": "nodeweave.bench/1", "runs": ["first"]}')
+    written = report.write_json(first, {"schema": "nodeweave.bench/1", "runs": []}, next_name=default_json_path)
+    assert written != first and written.parent == tmp_path
+    assert json.loads(first.read_text())["runs"] == ["first"]
+    assert json.loads(written.read_text())["runs"] == []
+
+
+def test_init_keeps_a_spec_that_appeared(tmp_path, monkeypatch, capsys):
+    """A23: init's --out, when another init wrote the spec after this one's check: exit 2, that spec kept."""
+    from nodeweave.cli import init
+
+    (tmp_path / "main.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(init, "refuse_replacing", lambda *a: None)  # the name was free when it was checked
+    spec = tmp_path / "spec.yml"
+    spec.write_text("name: other\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: other.py}\nnodes: 1\n")
+    before = spec.read_bytes()
+    code, out, err = run_cli(capsys, "init", "--script", "main.py", "--out", "spec.yml")
+    assert code == 2, err
+    assert "appeared after this command started" in err and "Traceback" not in err
+    assert spec.read_bytes() == before
+
+
+def test_two_exclusive_writers_never_both_win(tmp_path):
+    """A21, A22, A23: the one write rule (nodeweave.newfile): of two writers of one free name, one writes it, the
+    other is told the name is taken."""
+    from nodeweave.newfile import Taken, create
+
+    path = tmp_path / "x.json"
+    create(path, b"first")
+    with pytest.raises(Taken):
+        create(path, b"second")
+    assert path.read_bytes() == b"first"
+
+
+# -- A25: `python -m nodeweave` is the nodeweave command --------------------------------------------------------------
+
+@pytest.mark.parametrize("module,program", [("nodeweave", "nodeweave"), ("nodeweave.cli", "nodeweave"),
+                                            ("nodeweave.entrypoint", "nodeweave-entrypoint")])
+def test_python_dash_m_runs_the_command(tmp_path, module, program):
+    """A25: `python -m nodeweave` (and the node side's `python -m nodeweave.entrypoint`) runs the command, whose
+    name in errors stays the program's."""
+    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, cwd=tmp_path,
+                          env=cli_run.checkout_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(program + " ") or done.stdout.startswith("nodeweave"), done.stdout
+    wrong = subprocess.run([sys.executable, "-m", module, "--no-such-flag"], capture_output=True, text=True,
+                           cwd=tmp_path, env=cli_run.checkout_env(), timeout=120)
+    assert wrong.returncode == 2 and wrong.stderr.startswith(f"{program}: error:"), wrong.stderr
