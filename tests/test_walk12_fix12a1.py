@@ -138,3 +138,21 @@ def test_python_dash_m_runs_the_command(tmp_path, module, program):
     wrong = subprocess.run([sys.executable, "-m", module, "--no-such-flag"], capture_output=True, text=True,
                            cwd=tmp_path, env=cli_run.checkout_env(), timeout=120)
     assert wrong.returncode == 2 and wrong.stderr.startswith(f"{program}: error:"), wrong.stderr
+
+
+# -- A5: a launch Ctrl-C ended interrupts the verb (bench, doctor --bench: one launcher): exit 130, no result ---------
+
+@pytest.mark.parametrize("ending", ["exit 130", "kill -INT $$"])
+def test_an_interrupted_bench_launch_interrupts_the_verb(tmp_path, monkeypatch, capsys, ending):
+    """A5: a bench whose launch Ctrl-C ended exits 130 (README's exit codes) and writes no result file."""
+    from nodeweave.bench import runner
+
+    monkeypatch.setattr(runner, "worker_command", lambda config, out: ["sh", "-c", ending])
+    (tmp_path / "nodeweave.yaml").write_text("name: b\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: "
+                                             "train.py}\nnodes: 1\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "bench", "--sizes", "1K", "--iters", "1", "--warmup", "0", "--ops",
+                             "all_reduce", "--backend", "gloo", "--nproc", "1", "--json-out", "b.json")
+    assert code == 130, (out, err)
+    assert not (tmp_path / "b.json").exists() and "wrote" not in out + err
