@@ -156,3 +156,32 @@ def test_an_interrupted_bench_launch_interrupts_the_verb(tmp_path, monkeypatch, 
                              "all_reduce", "--backend", "gloo", "--nproc", "1", "--json-out", "b.json")
     assert code == 130, (out, err)
     assert not (tmp_path / "b.json").exists() and "wrote" not in out + err
+
+
+# -- A14, A15, A16: a second variable typed into one --sweep or -e is named, with each variable as its own option ---
+
+SPEC = "name: sp\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: train.py}\nnodes: 2\n"
+SECOND_VARIABLE = [  # (argv, exit code, the options offered)
+    (["run", "--dry-run", "--sweep", "A=1 B=2"], 2, "--sweep A=1 --sweep B=2"),
+    (["bench", "--dry-run", "--sweep", "A=1 B=2"], 2, "--sweep A=1 --sweep B=2"),
+    (["run", "--dry-run", "--sweep", "A=1,B=2"], 0, "--sweep A=1 --sweep B=2"),
+    (["bench", "--dry-run", "--sweep", "A=1,B=2"], 0, "--sweep A=1 --sweep B=2"),
+    (["run", "--dry-run", "-e", "A=1 B=2"], 0, "-e A=1 -e B=2"),
+    (["exec", "--dry-run", "-e", "A=1 B=2", "--", "env"], 0, "-e A=1 -e B=2"),
+]
+
+
+@pytest.mark.parametrize("argv,code,offered", SECOND_VARIABLE, ids=[" ".join(a[:4]) for a, _, _ in SECOND_VARIABLE])
+def test_a_second_variable_in_one_option_is_named(tmp_path, monkeypatch, capsys, argv, code, offered):
+    """A14, A15, A16: `--sweep 'A=1 B=2'` is refused offering two options (not A=1,B=2, a sweep of A over 'B=2'),
+    `--sweep A=1,B=2` and `-e 'A=1 B=2'` are noted the same way; a plain value with words is not."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    got, out, err = run_cli(capsys, *argv)
+    assert got == code, err
+    said = out + err  # a dry run's notes are in its plan
+    assert "holds another variable" in said and offered in said, said
+    plain = [a if "=" not in a else a.split("=")[0] + "=--lr 3" for a in argv]
+    got, out, err = run_cli(capsys, *plain)
+    assert "holds another variable" not in out + err
