@@ -185,3 +185,32 @@ def test_a_second_variable_in_one_option_is_named(tmp_path, monkeypatch, capsys,
     plain = [a if "=" not in a else a.split("=")[0] + "=--lr 3" for a in argv]
     got, out, err = run_cli(capsys, *plain)
     assert "holds another variable" not in out + err
+
+
+# -- A1: an option typed before a verb that does not take it is "no such option", never an after-the-verb form that
+# is then refused ------------------------------------------------------------------------------------------------
+
+def _verb_paths():
+    from nodeweave.cli import GROUPS, VERBS
+
+    return [[verb] for verb in VERBS if verb not in GROUPS] + [[g, sub] for g, subs in GROUPS.items() for sub in subs]
+
+
+@pytest.mark.parametrize("verb", [" ".join(v) for v in _verb_paths()])
+def test_an_option_no_verb_takes_before_the_verb(capsys, tmp_path, monkeypatch, verb):
+    """A1: `nodeweave --no-such-flag VERB` (every verb and sub-verb of the product's tables) says no such option,
+    naming the verb, and offers no pasted form; an option the verb does take is still moved after it."""
+    monkeypatch.chdir(tmp_path)
+    words = verb.split()
+    argv = [*words[:-1], "--no-such-flag", words[-1]] if len(words) == 2 else ["--no-such-flag", verb]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    line = cli_run.one_line(err)
+    assert "no such option: --no-such-flag" in line and f"nor {verb} takes it" in line and "accepted: `" not in line
+
+
+def test_an_option_the_verb_takes_is_still_offered_after_it(capsys, tmp_path, monkeypatch):
+    """A1: `nodeweave --dry-run up` still offers `nodeweave up --dry-run` (up takes it)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "--dry-run", "up")
+    assert code == 2 and "accepted: `nodeweave up --dry-run`" in err
