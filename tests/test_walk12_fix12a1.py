@@ -214,3 +214,25 @@ def test_an_option_the_verb_takes_is_still_offered_after_it(capsys, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(capsys, "--dry-run", "up")
     assert code == 2 and "accepted: `nodeweave up --dry-run`" in err
+
+
+# -- A11: another tool's -f/--file/--filename given a file nodeweave rendered offers the spec, never that file ------
+
+@pytest.mark.parametrize("flag", ["-f", "--file", "--filename"])
+@pytest.mark.parametrize("argv,rendered", [(["image", "build", "cpu", "--dry-run"], "images/cpu/Dockerfile"),
+                                           (["up", "--dry-run"], "compose/local.yaml"),
+                                           (["down"], "compose/local.yaml")])
+def test_a_habit_option_naming_a_rendered_file_offers_the_spec(tmp_path, monkeypatch, capsys, flag, argv, rendered):
+    """A11: `image build -f images/cpu/Dockerfile`, `up -f compose/local.yaml` (every habit spelling of --spec
+    in othertools.OPTIONS): the hint names the spec (--spec nodeweave.yaml), never the rendered file it refuses."""
+    from nodeweave.cli.habits.othertools import OPTIONS
+
+    assert OPTIONS[flag][0] == "--spec"
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, "render", "all")[0] == 0
+    code, out, err = run_cli(capsys, *argv, flag, rendered)
+    assert code == 2
+    line = cli_run.one_line(err)
+    assert f"--spec {rendered}" not in line and "(--spec nodeweave.yaml)" in line, line
