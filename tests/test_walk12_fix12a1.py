@@ -236,3 +236,18 @@ def test_a_habit_option_naming_a_rendered_file_offers_the_spec(tmp_path, monkeyp
     assert code == 2
     line = cli_run.one_line(err)
     assert f"--spec {rendered}" not in line and "(--spec nodeweave.yaml)" in line, line
+
+
+# -- A24: `python -m MOD` after `--` is the launcher's own `-m MOD`, rewritten with a note as `python train.py` is ---
+
+@pytest.mark.parametrize("python", ["python", "python3", "/usr/bin/python3"])
+def test_python_dash_m_is_the_launchers_module_form(python):
+    """A24: `nodeweave run -- python -m train` runs as `-- -m train` (said in a note), as `python train.py` runs as
+    `train.py`; a launcher's module is still refused."""
+    from nodeweave.cli.habits.dashes import launcher_command
+    from nodeweave.errors import UsageError
+
+    words, note = launcher_command([python, "-m", "train", "--lr", "1"], "torchrun")
+    assert words == ["-m", "train", "--lr", "1"] and "runs as `-m train`" in note
+    with pytest.raises(UsageError):
+        launcher_command([python, "-m", "torch.distributed.run", "train.py"], "torchrun")
