@@ -251,3 +251,35 @@ def test_python_dash_m_is_the_launchers_module_form(python):
     assert words == ["-m", "train", "--lr", "1"] and "runs as `-m train`" in note
     with pytest.raises(UsageError):
         launcher_command([python, "-m", "torch.distributed.run", "train.py"], "torchrun")
+
+
+# -- A4, A8: every option naming a folder to read says "does not exist" / "is a symbolic link to X, which does not
+# exist" / "is not a directory" (one rule: bounded.not_a_folder) ------------------------------------------------------
+
+FOLDER_OPTIONS = {  # member: argv with {p} for the path
+    "sync SRC": ["sync", "--dry-run", "{p}", "/workspace", "--node", "podman:c1"],
+    "doctor --sysroot": ["doctor", "--sysroot", "{p}"],
+    "image build --context": ["image", "build", "cpu", "--dry-run", "--context", "{p}"],
+}
+
+
+@pytest.mark.parametrize("member", sorted(FOLDER_OPTIONS))
+@pytest.mark.parametrize("shape,said", [("missing", "does not exist"),
+                                        ("dangling", "is a symbolic link to {target}, which does not exist"),
+                                        ("file", "is not a directory")])
+def test_a_folder_option_says_what_the_path_is(tmp_path, monkeypatch, capsys, member, shape, said):
+    """A4, A8: `sync nonexist/`, `doctor --sysroot /nonexist` (and every option naming a folder to read) name a
+    missing path as missing and a dangling link as one, never "is not a directory"."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "gone"
+    path = tmp_path / "p"
+    if shape == "dangling":
+        path.symlink_to(target)
+    elif shape == "file":
+        path.write_text("x\n")
+    code, out, err = run_cli(capsys, *[w.replace("{p}", str(path)) for w in FOLDER_OPTIONS[member]])
+    assert code == 2, err
+    line = cli_run.one_line(err)
+    assert said.format(target=target) in line, line

@@ -119,7 +119,9 @@ def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
     if src is None:
         src = (spec_folder(spec_path) / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():
-        raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
+        from nodeweave.entrypoint.bounded import not_a_folder
+
+        raise UsageError(f"SRC {str(src)!r} {not_a_folder(src)}: give the workspace folder to send")
     check_src(src)
     refuse_state_src(src, spec_path)
     return src.resolve()
