@@ -283,3 +283,20 @@ def test_a_folder_option_says_what_the_path_is(tmp_path, monkeypatch, capsys, me
     assert code == 2, err
     line = cli_run.one_line(err)
     assert said.format(target=target) in line, line
+
+
+# -- A19: a new folder in this user's own home is fine wherever that home is, root's /root too ----------------------
+
+@pytest.mark.parametrize("home", ["/root"])
+def test_a_folder_in_this_users_own_home_may_be_made(monkeypatch, home):
+    """A19: as root (HOME=/root) or any user whose home is directly in a system folder, `--out ~/proj` (every
+    folder option: systemdirs.made_in_system_folder) is made, as ~/proj is for a user of /home; another user's
+    /root is still refused, named as root's home."""
+    from nodeweave import systemdirs
+
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setattr(systemdirs, "own_homes", lambda: {home: "your home folder ($HOME)"})
+    assert systemdirs.made_in_system_folder(f"{home}/walk12-proj-that-is-not-there") is None
+    monkeypatch.setattr(systemdirs, "own_homes", lambda: {"/home/lab": "your home folder ($HOME)"})
+    said = systemdirs.made_in_system_folder("/root/walk12-proj-that-is-not-there")
+    assert said and "root's home" in said
