@@ -300,3 +300,29 @@ def test_a_folder_in_this_users_own_home_may_be_made(monkeypatch, home):
     monkeypatch.setattr(systemdirs, "own_homes", lambda: {"/home/lab": "your home folder ($HOME)"})
     said = systemdirs.made_in_system_folder("/root/walk12-proj-that-is-not-there")
     assert said and "root's home" in said
+
+
+# -- A20: a dry run notes a named node this machine can tell is not there (a local engine's container) --------------
+
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+@pytest.mark.parametrize("state,said", [("missing", "has no container named trainer-0"),
+                                        ("stopped", "the container trainer-0 is not running")])
+def test_sync_dry_run_notes_a_container_that_is_not_there(tmp_path, monkeypatch, capsys, engine, state, said):
+    """A20: `sync . /workspace --node podman:trainer-0 --dry-run` (docs/sync.md's line, either engine) notes what the
+    real sync would end with when the container is missing or stopped, as `--compose-project` does."""
+    import os
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    answer = "exit 125" if state == "missing" else "echo false"
+    for tool in ("podman", "docker"):
+        (tools / tool).write_text(f"#!/bin/sh\n[ \"$1\" = inspect ] && {{ {answer}; }}\nexit 0\n")
+        (tools / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(work)
+    code, out, err = run_cli(capsys, "sync", ".", "/workspace", "--node", f"{engine}:trainer-0", "--dry-run")
+    assert code == 0, err
+    assert "the real sync would end with exit 1" in out + err and said in out + err, out + err
