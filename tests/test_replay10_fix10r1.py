@@ -126,6 +126,10 @@ def test_bench_run_from_a_system_folder_makes_no_runs_folder_there(capsys, monke
     /runs/nodeweave-bench.json`): a folder made directly in / or a system folder is refused, naming --json-out."""
     if not Path(where).is_dir():
         pytest.skip(f"{where} is not on this machine")
+    from nodeweave import systemdirs
+
+    # /root as another user's (walk12 A19: root's own home takes a folder, as any user's ~ does)
+    monkeypatch.setattr(systemdirs, "own_homes", lambda: {"/home/lab": "your home folder ($HOME)"})
     monkeypatch.chdir(where)
     code, out, err = cli_run.in_process(capsys, "bench", "--dry-run")
     made = str(Path(where) / "runs")

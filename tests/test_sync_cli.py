@@ -34,7 +34,7 @@ def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
     (["SRC", "/workspace", "--node", "podman:c1", "--exclude", "/"], 2, "matches nothing useful"),
     (["SRC", "/workspace"], 2, "no targets"),
     (["SRC"], 2, "DEST is missing"),
-    (["NOPE", "/workspace", "--node", "podman:c1"], 2, "is not a directory"),
+    (["NOPE", "/workspace", "--node", "podman:c1"], 2, "SRC 'NOPE' does not exist"),
     (["SRC", "/workspace", "--node", "podman:c1", "--statefulset", "Llama", "--replicas", "2"], 2,
      "StatefulSet name 'Llama'"),
     (["SRC", "/workspace", "--node", "podman:c1", "--engine", "lxc", "--compose-project", "p"], 2, "--engine 'lxc'"),

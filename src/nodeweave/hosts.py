@@ -221,7 +221,11 @@ def deepspeed_hostfile(reports: "list[HostReport]", vendor: "str | None" = None)
     return Hostfile("".join(line + "\n" for line in lines), skipped, vendor)
 
 
-def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
+def write_hostfile(path: Path, hostfile: Hostfile, force: bool, replace_if=None) -> None:
+    """``--write-hostfile``, made exclusively (newfile.write_new): a file that appeared after the start-up check is
+    kept without --force, and judged again with it (``replace_if``: cli.habits.replace.may_replace; walk12 A23)."""
+    from nodeweave.newfile import write_new
+
     if not hostfile.text:
         which = f" ({hostfile.vendor})" if hostfile.vendor else ""
         raise NodeweaveError(f"no host with a GPU{which} answered, so {path} was not written")
@@ -229,7 +233,9 @@ def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
     if path.is_dir():
         raise UsageError(f"--write-hostfile {path} is a directory; give a file path")
-    path.write_text(hostfile.text, encoding="utf-8")
+    if force and replace_if is None:  # called without the verb's judge: --force replaces what is there
+        replace_if = lambda _path: None  # noqa: E731
+    write_new(path, hostfile.text.encode("utf-8"), "--write-hostfile", replace_if)
 
 
 def describe_nics(node: dict) -> str:

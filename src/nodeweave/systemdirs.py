@@ -37,11 +37,20 @@ def made_in_system_folder(path: str) -> "str | None":
     while not os.path.lexists(os.path.dirname(made)) and os.path.dirname(made) != made:
         made = os.path.dirname(made)
     parent = os.path.dirname(made)
-    for seen in dict.fromkeys((parent, os.path.realpath(parent))):
+    seen_as = dict.fromkeys((parent, os.path.realpath(parent)))
+    if any(seen in own_homes() for seen in seen_as):  # this user's own home, /root for root: a folder in it is
+        return None  # fine, as ~/proj is for every user (walk12 A19: root's ~/proj was refused as "a system folder")
+    for seen in seen_as:
         if system_folder(seen) and seen not in SCRATCH:
-            return (f"{made} would be made directly in {seen}, which is / or a system folder, where nodeweave makes "
+            what = "/" if seen == "/" else NAMED.get(seen, "a system folder")
+            return (f"{made} would be made directly in {seen}, which is {what}, where nodeweave makes "
                     f"no folder (of those, only {' and '.join(SCRATCH)} take one)")
     return None
+
+
+# System folders named as what they are in a refusal, where "a system folder" alone leaves a user guessing.
+NAMED = {"/root": "root's home (another user's, a system folder)", "/home": "the folder of the homes",
+         "/tmp": "a scratch folder"}
 
 
 def system_tree(path: str) -> "str | None":

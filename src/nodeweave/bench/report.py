@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Callable
 
 from rich.table import Table
 
@@ -60,19 +61,34 @@ def document(runs: "list[RunResult]", ranking: "list[dict]", sweep: "list[str]")
     return {"schema": SCHEMA, "sweep": sweep, "ranking": ranking, "runs": [run.as_dict() for run in runs]}
 
 
-def write_json(path: Path, doc: dict) -> None:
+def write_json(path: Path, doc: dict, replace_if=None, subject: "str | None" = None,
+               next_name: "Callable[[Path], Path] | None" = None) -> Path:
+    """``--json-out``, made exclusively (newfile.write_new): a result another bench wrote there meanwhile is kept,
+    replaced only with --force (``replace_if``: cli.habits.replace.may_replace; walk12 A22). ``next_name``: the
+    default name's rule, which takes the next free name instead (walk12 A21: two benches of one second both
+    said "wrote" one file). The path written."""
+    from nodeweave.newfile import Taken, create, write_new
+
+    data = (json.dumps(doc, indent=2) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        while next_name is not None:
+            try:
+                create(path, data)
+                return path
+            except Taken:
+                path = next_name(path.parent)
+        write_new(path, data, "--json-out", replace_if, subject, what="this bench's numbers are in the table above")
     except OSError as err:
         raise UsageError(f"--json-out: cannot write {path}: {err.strerror}") from err
+    return path
 
 
 def matplotlib_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:
+def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]", replace_if=None) -> None:
     """busbw against size, one panel per operation, one line per run."""
     if not matplotlib_available():
         raise EnvironmentProblem(f"--plot {path}: matplotlib is not installed; `pip install matplotlib`, "
@@ -96,9 +112,15 @@ def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize="small")
     fig.tight_layout()
-    try:
+    import io
+
+    from nodeweave.newfile import write_new
+
+    drawn = io.BytesIO()
+    fig.savefig(drawn, dpi=120, format=path.suffix.lstrip(".").lower() or "png")
+    try:  # drawn whole, then made exclusively as --json-out is
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
+        write_new(path, drawn.getvalue(), "--plot", replace_if)
     except OSError as err:
         raise UsageError(f"--plot: cannot write {path}: {err.strerror}") from err
     finally:

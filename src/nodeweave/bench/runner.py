@@ -111,8 +111,12 @@ def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[st
     return env
 
 
+# A launch ended by Ctrl-C: SIGINT itself, or torchrun's 130 (128 + SIGINT) after passing it on to its ranks.
+INTERRUPTED = (130, -2)
+
+
 def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) -> RunResult:
-    """Run one bench launch to the end; never raises for a failed run."""
+    """Run one bench launch to the end; never raises for a failed run (KeyboardInterrupt for one Ctrl-C ended)."""
     with tempfile.TemporaryDirectory(prefix="nodeweave-bench-") as tmp:
         out_path = os.path.join(tmp, "rank0.json")
         command = worker_command(config, out_path)
@@ -134,7 +138,9 @@ def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) 
             code = proc.wait()
         finally:
             timer.cancel()
-        if timed_out.is_set():
+        if code in INTERRUPTED and not timed_out.is_set():  # Ctrl-C reached the launch: the verb was interrupted
+            raise KeyboardInterrupt  # (exit 130, no result written; walk12 A5: a result of one run that "failed
+        if timed_out.is_set():  # (exit 130)" was written and bench exited 1, against README's exit-code table)
             code = 124
             lines.append(f"nodeweave bench: run {label!r} passed --timeout {config.timeout_s:g}s and was stopped\n")
         report = None

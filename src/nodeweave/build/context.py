@@ -184,8 +184,10 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
         judge_wheelhouse(source)
         source = source.expanduser().resolve()
         if not source.is_dir():
-            if source.exists():
-                raise UsageError(f"--wheelhouse {source} is not a directory; accepted: a directory of wheels")
+            from nodeweave.entrypoint.bounded import not_a_folder
+
+            if source.exists() or source.is_symlink():
+                raise UsageError(f"--wheelhouse {source} {not_a_folder(source)}; accepted: a directory of wheels")
             how = fill(source) if fill else f"`python -m pip download -d {shlex.quote(str(source))} -r requirements.txt`"
             raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels ({how} makes "
                              "and fills it)")

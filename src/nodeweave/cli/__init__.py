@@ -365,8 +365,25 @@ def verb_option_typed_first(argv: "list[str]") -> None:
     example = " ".join(shlex_quote(w) for w in ["nodeweave", *above, *argv[verb_at:verb_end], *typed, *argv[verb_end:]])
     whose, goes = (("nodeweave itself", "a verb's options go after the verb") if group_at is None else
                    (f"nodeweave {above[0]}", "a sub-verb's options go after the sub-verb"))
+    takes = _verb_takes(verb.split(), _option_name(word))
+    if takes is False:  # walk12 A1: the after-the-verb form was offered, then refused as "no such option"
+        raise UsageError(f"no such option: {_option_name(word)} (neither {whose} nor {verb} takes it); "
+                         f"`nodeweave {verb} --help` lists {verb}'s options")
     raise UsageError(f"{word} is not an option of {whose}: {goes} (only -o/--output, --spec and --json may come "
                      f"before it); accepted: `{example}` (`nodeweave {verb} --help` lists {verb}'s options)")
+
+
+def _verb_takes(words: "list[str]", option: str) -> "bool | None":
+    """Whether the verb ``words`` (``validate``, ``image build``) takes ``option``; None when it cannot be told."""
+    from nodeweave.cli.habits.lazy import registered
+
+    try:
+        command = registered(VERBS[words[0]].module, words[0])[words[0]]
+        for word in words[1:]:
+            command = command.commands[word]
+    except (KeyError, AttributeError, ImportError):
+        return None
+    return any(option in (*param.opts, *param.secondary_opts) for param in command.params)
 
 
 def _past_moved(argv: "list[str]", index: int) -> int:

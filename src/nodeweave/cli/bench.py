@@ -17,7 +17,7 @@ import typer
 from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.output import complete_comma_list, complete_from, data_format, emit, option_named, output_file, output_option, tell
-from nodeweave.cli.habits.replace import refuse_foreign_file
+from nodeweave.cli.habits.replace import may_replace, refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 from nodeweave.usertext import styled
 
@@ -131,6 +131,7 @@ def bench(
         problem = file_to_write_problem(json_path, "--json-out")  # the rules --json-out's callback applies
         if problem:
             raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}{accepted}")
+    plot_beside = plot is None  # the default plot shares the result's stem
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench", force=force,
@@ -164,12 +165,17 @@ def bench(
              "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    report.write_json(json_path, document)
+    named = option_named("json_path", "--json-out", json_path, ctx)
+    written = report.write_json(json_path, document, may_replace("--json-out", "bench", force, subject=named), named,
+                                next_name=default_json_path if default_out else None)
+    if written != json_path:  # the default name another bench took meanwhile: the next free one, its plot beside it
+        plot = written.with_suffix(".png") if plot is not None and plot_beside else plot
+        json_path = written
     console.print(f"wrote {json_path}")
     if data_out:
         emit(json.loads(json.dumps(document, sort_keys=True)), output)
     if plot is not None and any(run.report for run in runs):
-        report.write_plot(plot, runs, op_list)
+        report.write_plot(plot, runs, op_list, may_replace("--plot", "chart", force))
         console.print(f"wrote {plot}")
     if not all(run.correct for run in runs):
         raise typer.Exit(EXIT_FAILURE)

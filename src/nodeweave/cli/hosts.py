@@ -209,7 +209,9 @@ def _write(path: Path, reports: list, force: bool, vendor: "str | None") -> None
     made = deepspeed_hostfile(reports, vendor)
     for r, why in made.skipped:
         typer.echo(f"nodeweave: warning: {r.target.label} left out of {path}: {why}", err=True)
-    write_hostfile(path, made, force)
+    from nodeweave.cli.habits.replace import may_replace
+
+    write_hostfile(path, made, force, may_replace("--write-hostfile", "hostfile", force))
     tell(f"wrote {path}: {len(made.text.splitlines())} host(s)")
 
 

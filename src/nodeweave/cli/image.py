@@ -191,8 +191,9 @@ def build(
 
     context_dir = (context or spec_folder(spec_path))
     if not context_dir.is_dir():
-        why = "is not a directory" if context_dir.exists() else "does not exist"
-        raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
+        from nodeweave.entrypoint.bounded import not_a_folder
+
+        raise UsageError(f"--context {context_dir} {not_a_folder(context_dir)}; accepted: the folder the build reads (default: the "
                          "spec's folder)")
     # the build writes <context>/wheelhouse/ and the Dockerfile it renders: --out's rule for a folder written into,
     # the default context (the spec's folder) judged as a given one is (walk10 A12: a read-only checkout was

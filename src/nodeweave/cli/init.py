@@ -199,8 +199,10 @@ def init(
             typer.echo(f"nodeweave: note: the real init replaces {path} (--force)", err=True)
         typer.echo(text, nl=False)
         return
-    try:
-        path.write_text(text, encoding="utf-8")
+    from nodeweave.newfile import write_new
+
+    try:  # exclusively: a spec another init wrote meanwhile is kept (walk12 A23)
+        write_new(path, text.encode("utf-8"), "--out", replacement(path, script, force, out_named), subject=out_named)
     except OSError as err:
         from nodeweave.failures import path_problem
 
@@ -389,16 +391,27 @@ def refuse_naming_itself(path: Path, script: str, out_named: str) -> None:
                              f"(nodeweave.yaml){other}")
 
 
+def _users_own(path: Path, script: str) -> "dict[Path, str]":
+    from nodeweave.specpath import spec_folder
+
+    folder = spec_folder(path)
+    return {folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
+            folder / script: f"the training script the new spec runs (launcher.script {script})"}
+
+
 def refuse_replacing(path: Path, script: str, force: bool, out_named: str) -> None:
     """``--force`` replaces an earlier spec only: never the training script or requirements file the new spec
     names, nor any file that is not a spec (walk2, row D1)."""
     from nodeweave.cli.habits.replace import refuse_foreign_file
-    from nodeweave.specpath import spec_folder
 
-    folder = spec_folder(path)
-    refuse_foreign_file(path, "--out", "spec", subject=out_named, force=force, also_not={
-        folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
-        folder / script: f"the training script the new spec runs (launcher.script {script})"})
+    refuse_foreign_file(path, "--out", "spec", subject=out_named, force=force, also_not=_users_own(path, script))
+
+
+def replacement(path: Path, script: str, force: bool, out_named: str):
+    """refuse_replacing's rule at the moment of writing (habits.replace.may_replace)."""
+    from nodeweave.cli.habits.replace import may_replace
+
+    return may_replace("--out", "spec", force, also_not=_users_own(path, script), subject=out_named)
 
 
 def node_count(text) -> int:

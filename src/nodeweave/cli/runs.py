@@ -199,7 +199,7 @@ def compare_command(
         raise UsageError("--lower-is-better does nothing without --metric (it is which way --metric's values rank "
                          "the runs; a sweep compared brings its own): give --metric REGEX too, or leave "
                          "--lower-is-better out")
-    _compare(entries, metric, lower_is_better, chart, output)
+    _compare(entries, metric, lower_is_better, chart, output, force)
 
 
 def sweep_ranking(entries, metric, lower_is_better: bool):
@@ -214,7 +214,7 @@ def sweep_ranking(entries, metric, lower_is_better: bool):
     return own["metric"], lower_is_better or own.get("lower_is_better") is True
 
 
-def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None:
+def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: bool = False) -> None:
     from rich.table import Table
 
     from nodeweave.cluster.sweep import compile_metric
@@ -273,7 +273,10 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
             from nodeweave.errors import UsageError
 
             raise UsageError("--chart draws the metric: give --metric REGEX too")
-        typer.echo(f"nodeweave: chart written to {file_chart(rows, metric, chart)}", err=True)
+        from nodeweave.cli.habits.replace import may_replace
+
+        written = file_chart(rows, metric, chart, may_replace("--chart", "chart", force))
+        typer.echo(f"nodeweave: chart written to {written}", err=True)
 
 
 def _span(node: dict):

@@ -190,8 +190,22 @@ def record(plan: Plan) -> None:
     target = os.environ.get(RECORD_ENV)
     if not target:
         return
+    from nodeweave.newfile import write_new
+
+    def earlier_record(path: Path) -> None:  # judged again at the moment of writing (walk12 A23): a variable has no
+        from nodeweave.entrypoint import bounded
+
+        try:  # --force, and replaces only an earlier record, as the start-up check (habits.variables) said
+            doc = json.loads(bounded.read_own(path, bounded.RECORD_CAP, "a plan record"))
+        except (OSError, ValueError):  # not a regular file (bounded.NotOwnFile), too big, not JSON
+            doc = None
+        if not (isinstance(doc, dict) and "verb" in doc and "phases" in doc):
+            raise UsageError(f"{RECORD_ENV}={target}: a file that is not an earlier plan record appeared there after "
+                             "this command started; it is kept: give the variable another file")
+
     try:
-        Path(target).write_text(json.dumps(plan.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+        write_new(Path(target), (json.dumps(plan.to_dict(), indent=2, default=str) + "\n").encode("utf-8"),
+                  RECORD_ENV, earlier_record, subject=f"{RECORD_ENV}={target}")
     except OSError as err:
         raise UsageError(f"{RECORD_ENV}={target}: cannot write the plan there ({err.strerror or err})") from None
 

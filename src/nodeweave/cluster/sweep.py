@@ -205,11 +205,46 @@ def refuse_list_spellings(text: str, name: str, values: str, points: List[str]) 
             why += f"; no value of a sweep can hold a comma (commas separate the values: {NO_COMMA})"
     elif len(points) == 1 and len(points[0].split()) > 1:  # with commas, a value may hold words (OPTS=a b,c)
         bare = points[0].split()
+        if any(ASSIGNMENT.match(word) for word in bare[1:]):  # `A=1 B=2`: two variables, not two values (walk12
+            raise UsageError(f"--sweep {text!r} is not accepted: {second_variable(name, points[0], '--sweep')}")
         why = "spaces between values, which make them one value: a sweep of one point"
     else:
         return
     raise UsageError(f"--sweep {text!r} is not accepted: {why}; the values are separated by commas and written "
                      f"bare: write {name}={','.join(bare)}")
+
+
+# A word that is itself an assignment, ``B=2``: in a value, a second variable typed into one option (walk12 A14-A16).
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def second_variable(name: str, value: str, flag: str, rest: "List[str] | None" = None) -> str:
+    """What ``NAME=value`` means when a word of ``value`` after a space (``-e 'A=1 B=2'``) or the whole of a swept
+    value (``--sweep A=1,B=2``) is itself ``NAME=...``: the one wording of :func:`refuse_list_spellings`' refusal
+    and :func:`assignment_notes`' note, with each variable as its own option (A14: the hint was ``A=1,B=2``, a
+    sweep of A over "1" and "B=2")."""
+    words = value.split()
+    groups: List[List[str]] = [[f"{name}={words[0]}" if words and not ASSIGNMENT.match(value) else name + "="]]
+    if words and ASSIGNMENT.match(value):  # the value itself, a swept point B=2
+        groups = [[f"{name}=" + ",".join(v for v in rest or [] if not ASSIGNMENT.match(v))], [value]]
+    else:
+        for word in words[1:]:
+            if ASSIGNMENT.match(word):
+                groups.append([word])
+            else:
+                groups[-1].append(word)
+    joiner = "," if flag == "--sweep" else " "
+    options = " ".join(f"{flag} {shlex_quote(group[0] + (joiner if group[1:] else '') + joiner.join(group[1:]))}"
+                       for group in groups)
+    return (f"{name}'s value {value!r} holds {'another' if len(groups) == 2 else 'other'} variable"
+            f"{'' if len(groups) == 2 else 's'} ({', '.join(g[0].split('=')[0] + '=' for g in groups[1:])}), which "
+            f"every node would get as part of {name}; each variable is its own option: {options}")
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
 
 
 def point_words(point: Dict[str, str]) -> str:
@@ -230,6 +265,11 @@ def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], r
              for flag, pairs in (("--sweep", [(n, v) for n, values in sweeps for v in values]),
                                  ("-e", list(env.items())))
              for name, value in pairs if value.startswith("=")]
+    # walk12 A15, A16: a value that is itself NAME=... (--sweep A=1,B=2) or holds one after a space (-e 'A=1 B=2')
+    found += [f"--sweep {name}={','.join(values)}: {second_variable(name, value, '--sweep', values)}"
+              for name, values in sweeps for value in values if ASSIGNMENT.match(value)]
+    found += [f"-e {name}={value}: {second_variable(name, value, '-e')}" for name, value in env.items()
+              if any(ASSIGNMENT.match(word) for word in value.split()[1:])]
     from nodeweave.spec.sections.job import ENV_SECRET_HINT, env_looks_secret
 
     # walk8 A31: a secret-looking -e is hidden (parse_env; how it travels: hidden_notes); a swept one is written

@@ -85,6 +85,25 @@ def what_is_there(path):
         return "not a folder"
 
 
+def not_a_folder(path):
+    """Why ``path`` is no folder to read, in the words of every option naming one (``sync`` SRC, ``--sysroot``,
+    ``image build --context``, ``--wheelhouse``, ``image.project.source``), or "" for a folder: "does not exist",
+    "is a symbolic link to X, which does not exist", "is not a directory" (walk12 A4, A8: a missing path was said as
+    "is not a directory")."""
+    if os.path.isdir(path):
+        return ""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "does not exist"
+    if stat.S_ISLNK(mode):
+        try:
+            return "is a symbolic link to {}, which does not exist".format(os.readlink(path))
+        except OSError:
+            return "is a symbolic link that leads nowhere"
+    return "is not a directory"
+
+
 class NotOwnFile(OSError):
     """A file nodeweave writes itself (a state or run record, a run's log) that is a link, a pipe, a device or a
     folder: nodeweave never made it so, and never reads through it (issue 43, W9)."""

@@ -186,6 +186,11 @@ class Remote:
         """Did this failure mean the node is not there (stopped, missing, unknown host)?"""
         return bool(_UNREACHABLE_TEXT.search(stderr))
 
+    def absent(self) -> str:
+        """Why this node is not there, where this machine can tell without reaching it (a local engine's container:
+        missing or stopped), else "": what a dry run notes (walk12 A20)."""
+        return ""
+
 
 def transient_text(stderr: str) -> bool:
     return bool(_TRANSIENT_TEXT.search(stderr))

@@ -39,6 +39,25 @@ class EngineExec(Remote):
     def unreachable(self, code: int, stderr: str) -> bool:
         return code == 125 or super().unreachable(code, stderr)
 
+    def absent(self) -> str:
+        """"no container named NAME" or "is not running" as this machine's engine says it; "" when it runs or the
+        engine cannot be asked (its absence is check_tools' to say)."""
+        import shutil
+        import subprocess
+
+        if shutil.which(self.tool) is None:
+            return ""
+        try:
+            seen = subprocess.run([self.tool, "inspect", "--type", "container", "--format", "{{.State.Running}}",
+                                   self.name], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        if seen.returncode != 0:
+            return f"{self.tool} has no container named {self.name} on this machine"
+        if seen.stdout.strip() != "true":
+            return f"the container {self.name} is not running ({self.tool} start {self.name} starts it)"
+        return ""
+
 
 @dataclass(frozen=True)
 class PodmanExec(EngineExec):

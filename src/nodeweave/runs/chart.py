@@ -69,7 +69,7 @@ def matplotlib_missing(path: Path, flag: str) -> EnvironmentProblem:
                               f"{flag} out ({WITHOUT.get(flag, 'nothing else needs it')})")
 
 
-def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
+def file_chart(rows: List[dict], metric: str, path: Path, replace_if=None) -> Path:
     """A grouped bar chart (one group per run, one bar per node) written to ``path`` (.png or .svg)."""
     check_chart_path(path)
     try:
@@ -91,8 +91,14 @@ def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
     axes.set_ylabel(metric)
     axes.legend()
     figure.tight_layout()
-    try:
-        figure.savefig(path)
+    import io
+
+    from nodeweave.newfile import write_new
+
+    drawn = io.BytesIO()
+    try:  # drawn whole, then made exclusively: a chart written there meanwhile is kept without --force (walk12 A23)
+        figure.savefig(drawn, format=path.suffix.lstrip(".").lower() or "png")
+        write_new(path, drawn.getvalue(), "--chart", replace_if)
     except OSError as err:
         raise UsageError(f"--chart {path}: cannot write it: {err.strerror or err}") from None
     finally:

@@ -119,7 +119,9 @@ def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
     if src is None:
         src = (spec_folder(spec_path) / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():
-        raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
+        from nodeweave.entrypoint.bounded import not_a_folder
+
+        raise UsageError(f"SRC {str(src)!r} {not_a_folder(src)}: give the workspace folder to send")
     check_src(src)
     refuse_state_src(src, spec_path)
     return src.resolve()
@@ -174,13 +176,17 @@ def _named_targets(args: TargetArgs, spec, dry_run: bool) -> "tuple[list, tuple]
     container, a selector or StatefulSet the API cannot be asked for) ends a real sync with its exit code; a dry
     run, as every verb's, plans no target and notes the exit the real sync would end with (bad input stays exit 2)."""
     try:
-        return resolve_targets(args, spec), ()
+        found = resolve_targets(args, spec)
     except UsageError:
         raise
     except NodeweaveError as err:
         if not dry_run:
             raise
         return [], (f"the real sync would end with exit {err.exit_code}: {err}",)
+    # a dry run notes a named node this machine can tell is not there (a local engine's container; walk12 A20), as
+    # it notes a compose project with no container
+    missing = [f"{target.label}: {why}" for target in found for why in [target.absent() if dry_run else ""] if why]
+    return found, ((f"the real sync would end with exit 1: {'; '.join(missing)}",) if missing else ())
 
 
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":

@@ -159,10 +159,11 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
     if PYTHON.match(head) and len(words) > 1:
         if words[1] == "-m" and len(words) > 2 and words[2] in LAUNCHER_MODULES:
             _refuse_launcher(words, launcher, verb, words[3:], LAUNCHER_OF[words[2]])
-        if not words[1].startswith("-"):
-            return words[1:], (f"`{words[0]} {words[1]}` runs as `{words[1]}`: {launcher} starts the script with "
-                               f"the image's Python, so {words[0]} is left out (--launcher command runs a command "
-                               "as given)")
+        if not words[1].startswith("-") or (words[1] == "-m" and len(words) > 2):  # `python -m pkg.module`
+            said = " ".join(words[1:3] if words[1] == "-m" else words[1:2])  # is the launcher's own `-m pkg.module`
+            return words[1:], (f"`{words[0]} {said}` runs as `{said}`: {launcher} starts the "  # (walk12 A24)
+                               f"{'module' if words[1] == '-m' else 'script'} with the image's Python, so "
+                               f"{words[0]} is left out (--launcher command runs a command as given)")
         raise UsageError(f"`{' '.join(words[:3])}`: {launcher} runs the script with the image's Python; give the "
                          f"script path after `--`: {verb} -- train.py ARGS (interpreter options are not passed)")
     if head in LAUNCHER_WORDS:

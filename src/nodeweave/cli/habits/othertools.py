@@ -84,7 +84,31 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     if not any(ours in getattr(param, "opts", ()) for param in command.params):
         return ""
     value = _value_after(list(args), name)
+    refused = _refused_as(ours, value)
+    if refused:  # walk12 A11: `-f images/cpu/Dockerfile` offered `--spec images/cpu/Dockerfile`, refused on paste
+        return f" ({ours} is {habit}; {refused})"
     return f" (did you mean {ours}{' ' + value if value else ''}? {ours} is {habit})"
+
+
+def _refused_as(ours: str, value: str) -> str:
+    """Why ``ours VALUE`` would itself be refused, where the option's own rule says it (a file nodeweave rendered,
+    or its own state, given as the spec: that rule's line names the spec to give); else ""."""
+    if ours != "--spec" or not value or value == "-":
+        return ""
+    from pathlib import Path
+
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.loader import read_spec_text, refuse_nodeweaves_own
+
+    try:
+        text = read_spec_text(Path(value))
+    except (UsageError, OSError, UnicodeDecodeError):  # missing, unreadable: said by --spec itself once given
+        return ""
+    try:
+        refuse_nodeweaves_own(Path(value), text)
+    except UsageError as err:
+        return str(err)
+    return ""
 
 
 def _value_after(args: List[str], name: str) -> str:

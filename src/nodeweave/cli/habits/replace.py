@@ -139,6 +139,17 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
     return True
 
 
+def may_replace(flag: str, kind: str, force: "bool | None", also_not: "Dict[Path, str] | None" = None,
+                subject: "str | None" = None) -> "Callable[[Path], None] | None":
+    """The write-time half of :func:`refuse_foreign_file`, for :func:`nodeweave.newfile.write_new`: None (a file
+    that appeared after the start-up check is kept, the write refused) without --force; with it (or for a variable,
+    ``force`` None) the same judgement again at that moment, so --force still replaces only an earlier output of
+    ``kind`` (walk12 A21-A23: the check made at start held nothing at the moment of writing)."""
+    if force is False:
+        return None
+    return lambda path: refuse_foreign_file(path, flag, kind, also_not=also_not, subject=subject, force=force) and None
+
+
 def _refuse_another_format(path: Path, flag: str, kind: str, subject: str) -> None:
     written, endings = SUFFIXES.get(kind, ("", ()))
     suffix = path.suffix.lower()

@@ -180,7 +180,9 @@ def read_sysroot(text, what, source):
     path = str(text).strip() or "/"
     read_file_path(path, what, source)
     if not os.path.isdir(path):
-        raise UsageError(f"{what} {path!r} (from {source}) is not a directory; {SYSROOT_ACCEPTED}")
+        from ..bounded import not_a_folder
+
+        raise UsageError(f"{what} {path!r} (from {source}) {not_a_folder(path)}; {SYSROOT_ACCEPTED}")
     real = os.path.realpath(path)
     if real == "/":
         return path

@@ -124,7 +124,9 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
     f = r.fields(node, "image.project", ("source", "path", "run"))
     source = optional(r, f, "source", rules.CONTEXT_PATH)
     if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
-        why = "is not a directory" if (base_dir / source.rstrip("/")).exists() else "does not exist"
+        from nodeweave.entrypoint.bounded import not_a_folder
+
+        why = not_a_folder(base_dir / source.rstrip("/"))
         raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} {looked_in(base_dir)}", "a directory "
                      "inside the build context, relative to the spec's directory (this folder for a spec read from a pipe or -; e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
