@@ -166,7 +166,7 @@ def test_status_o_name_prints_the_nodes_that_answer(capsys, job_folder, monkeypa
                  "error": None, "run": None, "mode": "hold", "recovery": None} for n in nodes]
 
     monkeypatch.setattr(status, "gather", gather)
-    monkeypatch.setattr(status, "problems", lambda rows: [])
+    monkeypatch.setattr(status, "problems", lambda rows, *rest: [])
     code, out, err = run_cli(capsys, "status", "-o", "name")
     assert code == 0 and out == "node-1\n", out + err
 

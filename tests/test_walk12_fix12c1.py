@@ -145,7 +145,7 @@ def test_a_verb_refused_with_nothing_up_names_the_runs_kept_here(job_folder, ver
         launcher = type("L", (), {"mode": "run"})
 
     class Backend:
-        spec, where, spec_dir, renamed, dormant = Spec, "podman on this machine", job_folder, (), None
+        spec, where, spec_dir, renamed, dormant, holds = Spec, "podman on this machine", job_folder, (), None, True
 
     node = Node(0, type("R", (), {"name": "proj-0", "label": "podman:proj-0"})())
     assert "runs/" not in down_line(Backend, [node], verb, {0: "missing"})  # no run kept: nothing to name
@@ -205,7 +205,7 @@ class _Watch:
     def __init__(self):
         self.logged = []
 
-    def log(self, line):
+    def note(self, line):
         self.logged.append(line)
 
     def launch_with(self, stop):

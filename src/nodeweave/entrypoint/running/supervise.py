@@ -373,5 +373,5 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None, 
             from .symptoms import clean_end_noise
 
             for note in clean_end_noise(text):
-                watch.log(note)
+                watch.note(note)
     return code

@@ -24,6 +24,11 @@ class WatchSurface:
         """Watch the ranks with ``stall`` (``stall.setup.attach``, once the launch is planned)."""
         self.stall = stall
 
+    def note(self, line):
+        """One line in this node's log from the supervisor (a clean end's known launcher noise, walk12c C1),
+        asked of the watch rather than its ``log`` read off it."""
+        self.log(line)
+
     def say_launcher_failed(self, how):
         """This node's own line for its launcher's failure, naming the worker's error (walk9 A3), unless the watch
         itself stopped the launcher (a peer's failure, a stall), whose line is said already."""
