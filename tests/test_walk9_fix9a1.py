@@ -384,7 +384,7 @@ def test_an_offline_plan_names_what_the_wheelhouse_lacks(capsys, team, monkeypat
     house = team.parent / f"{team.name}-wheels"
     house.mkdir()
     (house / "nodeweave-0.1.0-py3-none-any.whl").write_bytes(b"x")
-    argv = ["image", "build", "cpu", "--base", "localhost/b:1", "--offline", "--wheelhouse", str(house), "--dry-run"]
+    argv = ["image", "build", "cpu", "--base", "registry.example/team/base:1", "--offline", "--wheelhouse", str(house), "--dry-run"]
     code, out, err = run_cli(capsys, *argv)
     assert code == EXIT_USAGE, (out, err)
     line = one_line(err)

@@ -207,9 +207,9 @@ def test_cli_dry_run_prints_the_command(tmp_path):
     wheels.mkdir()
     (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(REPO),
-               "--base", "localhost/b:1", "--offline", "--wheelhouse", str(wheels), "--dry-run")
+               "--base", "registry.example/team/base:1", "--offline", "--wheelhouse", str(wheels), "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert "--build-arg BASE_IMAGE=localhost/b:1" in out.stdout
+    assert "--build-arg BASE_IMAGE=registry.example/team/base:1" in out.stdout
     assert "--build-arg PIP_NO_INDEX=1" in out.stdout
     assert "registry.example/team/trainer:cpu" in out.stdout
 
