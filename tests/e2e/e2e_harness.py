@@ -46,9 +46,10 @@ def container_pid(kind: str, name: str) -> str:
     out = subprocess.run([kind, "inspect", "-f", "{{.State.Pid}} {{.State.Status}}", name], capture_output=True,
                          text=True, timeout=60)
     pid, _, state = out.stdout.strip().partition(" ")
+    said = f": {out.stderr.strip()[:300]}" if out.stderr.strip() else ""
     assert out.returncode == 0 and pid.isdigit() and int(pid) > 0, (
         f"{name} has no running process to signal or enter: {kind} inspect says pid {pid or '-'}, "
-        f"status {state or '-'} (exit {out.returncode}{': ' + out.stderr.strip()[:300] if out.stderr.strip() else ''})")
+        f"status {state or '-'} (exit {out.returncode}{said})")
     return pid
 
 
