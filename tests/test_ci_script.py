@@ -50,8 +50,10 @@ SOURCES = ("deb.debian.org_debian_dists_bookworm_", "deb.debian.org_debian_dists
            "deb.debian.org_debian-security_dists_bookworm-security_")
 
 
-def _apt_once(tmp_path: Path, fresh=SOURCES, old=(), print_uris=True) -> tuple[subprocess.CompletedProcess, bool]:
-    """Run the script with apt-get and apt-config faked on PATH and its lists in tmp_path; (result, whether it updated)."""
+def _apt_once(tmp_path: Path, fresh=SOURCES, old=(),
+              print_uris=True) -> tuple[subprocess.CompletedProcess, bool]:
+    """Run the script with apt-get and apt-config faked on PATH and its lists in tmp_path: (the result, whether
+    it updated)."""
     lists, bin_dir, log = tmp_path / "lists", tmp_path / "bin", tmp_path / "apt.log"
     lists.mkdir()
     bin_dir.mkdir()

@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import List
 
+from e2e_harness import container_pid
+
 
 def _run(argv: List[str]) -> str:
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -49,7 +51,7 @@ def limit_cpus(container: str, cpus: float) -> List[str]:
 
 
 def shrink_shm(container: str, size: str = "1m", back: str = "1g") -> List[str]:
-    pid = _run(["podman", "inspect", "--format", "{{.State.Pid}}", container])
+    pid = container_pid("podman", container)
     _run(["nsenter", "-t", pid, "-m", "mount", "-o", f"remount,size={size}", "/dev/shm"])
     return ["nsenter", "-t", pid, "-m", "mount", "-o", f"remount,size={back}", "/dev/shm"]
 

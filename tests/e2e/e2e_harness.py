@@ -38,6 +38,21 @@ def records(text: str) -> List[dict]:
     return [json.loads(line.split(RECORD, 1)[1]) for line in text.splitlines() if RECORD in line]
 
 
+def container_pid(kind: str, name: str) -> str:
+    """The host pid of a running container's PID 1 (``inspect {{.State.Pid}}``), for a test that signals or enters
+    it from the host; the test fails, naming the container's state, where it is not running. A stopped container's
+    pid is 0, and ``kill -9 0`` signals the caller's own process group: under ``make test`` that is pytest, its
+    workers and make (cleanci12: a recovery test whose node had already finished its training killed them all)."""
+    out = subprocess.run([kind, "inspect", "-f", "{{.State.Pid}} {{.State.Status}}", name], capture_output=True,
+                         text=True, timeout=60)
+    pid, _, state = out.stdout.strip().partition(" ")
+    said = f": {out.stderr.strip()[:300]}" if out.stderr.strip() else ""
+    assert out.returncode == 0 and pid.isdigit() and int(pid) > 0, (
+        f"{name} has no running process to signal or enter: {kind} inspect says pid {pid or '-'}, "
+        f"status {state or '-'} (exit {out.returncode}{said})")
+    return pid
+
+
 def prepare_workdir(workdir: Path, spec_text: str) -> Path:
     """Spec file plus the training scripts in ``workdir`` (readable by the image's uid 1000)."""
     workdir.mkdir(parents=True, exist_ok=True)

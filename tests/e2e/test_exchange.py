@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_harness import Cluster, compose_cluster, prepare_workdir, records, run_node_service
+from e2e_harness import Cluster, compose_cluster, container_pid, prepare_workdir, records, run_node_service
 
 pytestmark = pytest.mark.engine
 
@@ -133,8 +133,7 @@ def _only_master_port(engine, container):
     """A firewall in the container's network namespace, set from the host (nsenter), as on a locked-down host."""
     if shutil.which("nsenter") is None or shutil.which("nft") is None:
         pytest.skip("nsenter and nft are needed on the host (bash .ci/setup-engine.sh installs nftables)")
-    pid = subprocess.run([engine.kind, "inspect", "-f", "{{.State.Pid}}", container], capture_output=True,
-                         text=True, check=True).stdout.strip()
+    pid = container_pid(engine.kind, container)
     subprocess.run(["nsenter", "-t", pid, "-n", "nft", "-f", "-"], input=NFT_MASTER_PORT_ONLY, text=True,
                    check=True, timeout=30)
 

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from cluster_harness import status, up_cluster
-from e2e_harness import compose_cluster, prepare_workdir
+from e2e_harness import compose_cluster, container_pid, prepare_workdir
 
 pytestmark = pytest.mark.engine
 
@@ -118,7 +118,7 @@ def _crash(engine, name):
     """Kill the container's PID 1 (tini) from the host, as a crash or the OOM killer would: the engine sees its
     main process die, which ``restart: on-failure`` answers (a ``podman kill`` is the user's own stop: podman
     4.7+ and docker restart nothing after it)."""
-    pid = _inspect(engine, name, "{{.State.Pid}}")
+    pid = container_pid(engine.kind, name)  # never 0: `kill -9 0` is our own process group
     kill = ["kill", "-9", pid] if os.geteuid() == 0 else ["podman", "unshare", "kill", "-9", pid]
     subprocess.run(kill, capture_output=True, timeout=60, check=True)
     deadline = time.monotonic() + 60

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from e2e_harness import compose_cluster, prepare_workdir
+from e2e_harness import compose_cluster, container_pid, prepare_workdir
 
 pytestmark = pytest.mark.engine
 
@@ -177,8 +177,7 @@ def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall
         cluster.up(services=[f"{name}-0"])
         cluster.wait_log(f"{name}-0", "check-in: waiting for", timeout=60)
         port = re.search(r"on port (\d+)", cluster.logs(f"{name}-0")).group(1)
-        pid = subprocess.run([engine.kind, "inspect", "-f", "{{.State.Pid}}", f"{name}-0"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+        pid = container_pid(engine.kind, f"{name}-0")
         subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-A", "INPUT", "-p", "tcp", "--dport", port,
                         "-j", "DROP"], check=True, capture_output=True, text=True)
         began = time.monotonic()
