@@ -136,14 +136,18 @@ def test_entrypoint_output_to_a_full_disk_is_one_line(project, argv):
 
 
 def test_ctrl_c_while_the_command_line_loads_exits_130_quietly(project):
-    """SIGINT at 0..120 ms after start: before `nodeweave.cli.main` and click's own handler exist.
+    """SIGINT from 0 ms after start until one lands before `nodeweave.cli.main` and click's own handler exist.
 
     A signal that lands while the interpreter itself starts (its ``site`` import, its streams) or while the
     console script's one line finds ``nodeweave.start`` is Python's to report (no frame of nodeweave's own);
     from ``nodeweave.start``'s ``main`` on, nothing is printed.
     """
     codes = set()
-    for delay_ms in range(0, 130, 10):
+    # 0..120 ms in 10 ms steps, then later and later until a signal lands in the window: on a loaded 2-core
+    # machine the interpreter alone can take longer than 120 ms to start (a fresh clone's run saw only -2)
+    for delay_ms in [*range(0, 130, 10), 160, 200, 260, 340, 450, 600, 800, 1100, 1500, 2000, 2700, 3600, 5000]:
+        if 130 in codes or 0 in codes:
+            break  # the window was met, or the command ended before the signal: later delays ask nothing new
         child = subprocess.Popen([*NODEWEAVE, "validate"], cwd=project, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, env={**ENV, "HOME": home_beside(project)})
         time.sleep(delay_ms / 1000)

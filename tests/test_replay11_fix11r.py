@@ -456,7 +456,7 @@ def test_a_missing_tool_for_an_address_offers_a_spelling_the_verb_takes(capsys, 
 
 # -- R5: a note the executed plan says is said once -----------------------------------------------------------------
 
-def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, monkeypatch):
+def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, monkeypatch, engine_answers):
     """R5: `run -- nosuch.py` said `nodeweave: note: nosuch.py is not in the workspace ...` and then the executed
     plan said it again (`note: nosuch.py ...`; a missing script is refused now, a shell script is such a note); `up`'s notes and image build's wheelhouse line came twice the same
     way. The executed plan says its notes (cluster.execute), so the verb says none of them itself."""

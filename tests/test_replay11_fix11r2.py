@@ -20,7 +20,7 @@ def team(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, verb", [(("run", "--", "nosuch.py"), "run"), (("run", "--", "sub/nosuch.py"), "run"),
                                         (("up", "--run"), "up")])
 def test_c10_a_script_missing_from_the_mounted_workspace_is_refused_before_any_node_starts(capsys, team,
-                                                                                            monkeypatch, argv, verb):
+                                                                                            monkeypatch, argv, verb, engine_answers):
     """C10: on the local target the workspace folder is mounted at workspace.path, over whatever the image holds,
     so a script missing there fails on every node: `run -- nosuch.py` noted it ("unless the image holds it"),
     started both nodes and left a failed run folder. The real verb refuses it (exit 2, nothing started); its dry

@@ -205,7 +205,12 @@ def test_cli_dry_run_prints_the_command(tmp_path):
     spec.write_text(SPEC)
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+    from nodeweave.resolve import resolve
+    from nodeweave.spec import load_spec
+
+    for pin in resolve(load_spec(spec), "cpu").variant.pip_requirements:  # every pin the image installs by name
+        name, _, version = pin.partition("==")
+        (wheels / f"{name.replace('-', '_')}-{version}-py3-none-any.whl").write_bytes(b"")
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(REPO),
                "--base", "registry.example/team/base:1", "--offline", "--wheelhouse", str(wheels), "--dry-run")
     assert out.returncode == 0, out.stderr
