@@ -355,7 +355,7 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     from nodeweave.cluster.stop import mark_stopped
 
     mark_stopped(spec_dir / "runs", [r for _, r in reports], plan.phases[0].timeout or 0.0
-                 if plan.phases else 0.0)
+                 if plan.phases else 0.0, nodes=[n.node for n, _ in reports])
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
         out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)

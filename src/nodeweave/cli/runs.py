@@ -315,9 +315,15 @@ def _stopped_node(entry, node: dict, shown: dict) -> dict:
         except OSError:
             tail = ""
         own = next((line.strip()[:200] for line in reversed(tail.splitlines()) if STOP_LINE.search(line)), None)
+    from nodeweave.cluster.stop import stopped_nodes
+
     at = str((entry.stopped or {}).get("at", "?"))[11:19]
     code = node.get("exit_code")
-    said = own or f"stopped by nodeweave stop at {at} UTC" + (f" ({exit_text(code)})" if isinstance(code, int) else "")
+    named = stopped_nodes(entry.stopped, entry.data)
+    why = f"ended because nodeweave stop stopped {', '.join(named)} at {at} UTC" \
+        if named and str(node.get("node")) not in named else f"stopped by nodeweave stop at {at} UTC"
+    said = (own if not named or str(node.get("node")) in named else None) or why + (
+        f" ({exit_text(code)})" if isinstance(code, int) else "")
     return {**shown, "last_line": said, "log_last_line": shown["last_line"], "cause": None}
 
 

@@ -213,13 +213,16 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
     """The same document for a finished run's folder: its nodes' exits, generations, goodput, and the heat map of
     node 0's bounded summary (``heat.json``; the rank table and the rates were node 0's memory: a folder keeps
     neither); ``problems``: why a record of the folder is not shown (the page's banner says each)."""
-    from nodeweave.cluster.stop import stopped_by
+    from nodeweave.cluster.stop import stopped_by, stopped_nodes
     from nodeweave.entrypoint.metrics.goodput import account
 
     stopped = stopped_by(folder) if data.get("exit_code") not in (0, None) else None  # the user's stop: no failure
+    named = stopped_nodes(stopped, data)  # `stop --node N`: the others ended because of it (walk12c C3)
     nodes = [{"node": n.get("node"), "host": None, "role": None, "heartbeat_age_s": None,
               "state": "running" if n.get("exit_code") is None else
               "finished" if n.get("exit_code") == 0 else
+              f"ended because nodeweave stop stopped {', '.join(named)} (exit {n.get('exit_code')})"
+              if named and str(n.get("node")) not in named else
               f"stopped by nodeweave stop (exit {n.get('exit_code')})" if stopped is not None else
               f"failed (exit {n.get('exit_code')})"}
              for n in data.get("nodes") or []]

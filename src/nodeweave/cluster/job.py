@@ -120,6 +120,45 @@ def recovery_summary(book: dict) -> dict:
     return summary
 
 
+def keep_after_stop(folder: RunFolder, files) -> None:
+    """A node's ``launcher-after-stop-node-N.log`` (its launcher's output once it was stopped, which its stop line
+    names by its path on the node) copied into the run folder here under the same name, so it is read after
+    ``down`` too (walk12c C3: the file named was inside the container, gone at ``down``). Only names of that form."""
+    import re
+
+    for name, text in (files or {}).items() if isinstance(files, dict) else ():
+        if isinstance(name, str) and isinstance(text, str) and re.fullmatch(r"launcher-after-stop-node-\w{1,12}\.log", name):
+            try:
+                (folder.path / name).write_text(text)
+            except OSError:
+                pass
+
+
+def stopped_summary(runner: Runner, folder: RunFolder, wait_s: Optional[float] = None) -> Optional[str]:
+    """The run's outcome when `nodeweave stop` ended it (its mark in the run folder, which the stop leaves once the
+    nodes reported, so it is waited for a moment when a node ended by a signal): the nodes stopped, and with
+    ``stop --node N`` the others ended because of it, never "node-1 failed first" for a stop the user asked for
+    (walk12c C3). None: not stopped so."""
+    from nodeweave.cluster.runner import noted
+    from nodeweave.cluster.stop import STOP_EXITS, STOP_MARK_WAIT_S, stopped_by, stopped_nodes
+
+    if runner.interrupted or runner.exit_code == 0 or not any(r.code in STOP_EXITS for r in runner.runs):
+        return None
+    deadline = time.monotonic() + (STOP_MARK_WAIT_S if wait_s is None else wait_s)
+    while (stop := stopped_by(folder.path)) is None:
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.25)
+    at = str(stop.get("at", "?"))[11:19]
+    names = stopped_nodes(stop, {"nodes": [{"node": r.node.name} for r in runner.runs]})
+    if not names:
+        return f"stopped by nodeweave stop at {at} UTC: {noted(runner.runs)}"
+    stopped = [r for r in runner.runs if r.node.name in names]
+    others = [r for r in runner.runs if r.node.name not in names]
+    return (f"{noted(stopped)}: stopped by nodeweave stop --node at {at} UTC; the others ended because of it: "
+            f"{noted(others)}")
+
+
 def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, context: JobContext,
            nodes: List[Node]) -> dict:
     """run.json: written when the run starts (no runner yet) and again, complete, when it ends."""
@@ -133,7 +172,7 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
                                                         folder.path / "profile" / pair[0].node.name)
                            if request.profile and pair[1].get("profile_dir") else [], zip(runner.runs, reports))
         data.update(ended=iso(time.time()), seconds=round(time.monotonic() - runner.t0, 3),
-                    exit_code=runner.exit_code, summary=runner.summary(),
+                    exit_code=runner.exit_code, summary=stopped_summary(runner, folder) or runner.summary(),
                     nodes=[_node_record(r, rep, folder, prof) for r, rep, prof in zip(runner.runs, reports, profiles)])
         recovery = next((rep["recovery"] for rep in reports if rep.get("recovery")), None)  # node 0's book first
         if recovery:
@@ -145,6 +184,8 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
         heat = next((rep["heat"] for rep in reports if rep.get("heat")), None)  # node 0's alone
         if heat:
             folder.write_json("heat.json", heat)  # `nodeweave dashboard --run` draws its heat map
+        for rep in reports:  # the launcher's output after a stop, named by the node's stop line (walk12c C3)
+            keep_after_stop(folder, rep.get("after_stop"))
         stalls = next((rep["stalls"] for rep in reports if rep.get("stalls")), None)  # every node keeps the same
         if stalls:
             (folder.path / "stalls.txt").write_text(stalls)

@@ -108,6 +108,7 @@ class Runner:
         self.interrupted = False
         self.abandoned = False
         self.stop_began: Optional[float] = None
+        self.stop_due: Optional[float] = None  # a node stopped on purpose: when to stop the others from here
         self.stopper: Optional[threading.Thread] = None
         self.width = max(len(n.name) for n in nodes)
         self.prefixes: Dict[int, tuple] = {}
@@ -211,11 +212,23 @@ class Runner:
                               "what follows")
                 elif run.code != 0 and self.first_failure is None and self.stop_began is None:
                     self.first_failure = run
+                    if told_the_others_to_stop(run.tail):  # `nodeweave stop --node N` (walk12c C3)
+                        # its entrypoint tells the others to stop, and each says the exit it ends with (5): a stop
+                        # sent from here at once cut that short (node 0 "exit 5" in its log, 137 in the record)
+                        self.stop_due = time.monotonic() + self.request.grace + STOP_MARGIN
+                        self._say(f"{run.node.name} ({run.node.remote.label}) was stopped ({exit_text(run.code)}): "
+                                  "its entrypoint tells the other nodes to stop; stopping them from here too if they "
+                                  f"have not ended in {self.request.grace + STOP_MARGIN:.0f} s")
+                        continue
                     self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping "
                               f"the other nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
                     self._stop_all()
 
     def _enforce(self) -> None:
+        if self.stop_due is not None and self.stop_began is None and time.monotonic() >= self.stop_due:
+            self._say(f"the other nodes have not ended since {self.first_failure.node.name} was stopped: stopping "
+                      f"them (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
+            self._stop_all()
         if self.interrupted and self.stop_began is None:
             self._say(f"interrupted: stopping every node (SIGTERM, SIGKILL after {self.request.grace:.0f} s); "
                       "Ctrl-C again to stop waiting")
@@ -287,6 +300,15 @@ class Runner:
     def abandoned_nodes(self) -> List[str]:
         """Nodes whose exec client was killed here: their run may still be alive there."""
         return [r.node.name for r in self.runs if r.killed_here]
+
+
+def told_the_others_to_stop(tail) -> bool:
+    """Whether a node's last lines are its entrypoint's own word that it was sent a stop (`nodeweave stop --node
+    N`, `docker stop`) and tells the other nodes to stop: a stop, not a failure, which the others end on by
+    themselves."""
+    last = list(tail)[-5:]
+    return any("nodeweave-entrypoint: stopped on SIG" in line and "the others are told to stop" in line
+               for line in last)
 
 
 def noted(runs) -> str:

@@ -183,7 +183,7 @@ class RunSession:
                 f"{left} not started")
 
 
-STOP_MARK_WAIT_S = 5.0  # how long a failed point's folder is watched for the stop's mark, which `stop` leaves after
+from nodeweave.cluster.stop import STOP_MARK_WAIT_S  # noqa: E402 - the stop's mark, waited for (fix12x: job.py too)
 
 
 def _point_stopped(folder: Path, wait_s: float = STOP_MARK_WAIT_S) -> bool:

@@ -43,31 +43,58 @@ def stop_runs(phase, out) -> List[dict]:
 STOPPED_MARK = "stopped.json"  # in a run folder: `nodeweave stop` ended this run (walk10 C11)
 
 
-def mark_stopped(runs_dir, reports, grace: float) -> None:
+def mark_stopped(runs_dir, reports, grace: float, nodes=()) -> None:
     """Leave in each stopped run's folder beside the spec (``runs/<id>/``, where it is there) that ``nodeweave stop``
     ended it, and when: the run's record then reads as stopped, not as a failure naming node 0 (walk10 C11: `runs
-    ls` said `exit 1` and node 1 blamed node 0 for a run the user ended). A folder elsewhere (``--runs-dir``) or
+    ls` said `exit 1` and node 1 blamed node 0 for a run the user ended). ``nodes``: the name of the node each report
+    came from, kept in the mark, so a run stopped on some of its nodes (``stop --node N``) reads as those stopped and
+    the others ended because of it (walk12c C3: "node-1 failed first"). A folder elsewhere (``--runs-dir``) or
     one that cannot be written is left as it is: the stop itself is done."""
     import time
     from pathlib import Path
 
-    for report in reports:
+    names = list(nodes)
+    stopped_on = {}  # run id: the nodes whose report stopped it, in report order
+    for at, report in enumerate(reports):
         for stopped in report.get("stopped") or ():
             run_id = str(stopped.get("run_id") or "")
-            if not run_id or "/" in run_id or run_id.startswith("."):
+            if run_id and "/" not in run_id and not run_id.startswith("."):
+                stopped_on.setdefault(run_id, [])
+                if at < len(names) and names[at] not in stopped_on[run_id]:
+                    stopped_on[run_id].append(names[at])
+    for run_id, on in stopped_on.items():
+        # a plain run's folder, or a sweep point's inside its sweep's folder (left11b, walk10 C22)
+        found = [f for f in (Path(runs_dir) / run_id, *Path(runs_dir).glob(f"*-sweep*/{run_id}"))
+                 if (f / "run.json").is_file() and not f.is_symlink()]
+        for folder in found[:1]:
+            if (folder / STOPPED_MARK).exists():
                 continue
-            # a plain run's folder, or a sweep point's inside its sweep's folder (left11b, walk10 C22)
-            found = [f for f in (Path(runs_dir) / run_id, *Path(runs_dir).glob(f"*-sweep*/{run_id}"))
-                     if (f / "run.json").is_file() and not f.is_symlink()]
-            for folder in found[:1]:
-                if (folder / STOPPED_MARK).exists():
-                    continue
-                try:
-                    (folder / STOPPED_MARK).write_text(json.dumps({
-                        "by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "grace": grace}) + "\n")
-                except OSError:
-                    pass
+            mark = {"by": "nodeweave stop", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "grace": grace}
+            if on:
+                mark["nodes"] = on
+            try:
+                (folder / STOPPED_MARK).write_text(json.dumps(mark) + "\n")
+            except OSError:
+                pass
+
+
+def stopped_nodes(stopped: "dict | None", data: dict) -> list:
+    """The nodes ``stop --node N`` stopped in a run some of whose nodes it left (the others ended because of it):
+    their names, from the stop's mark, when fewer than the run's nodes; [] for a stop of every node, or none."""
+    named = (stopped or {}).get("nodes")
+    every = [str(n.get("node")) for n in data.get("nodes") or [] if isinstance(n, dict)]
+    if not isinstance(named, list) or not named:
+        return []
+    named = [str(n) for n in named]
+    return named if set(every) - set(named) else []
+
+
+STOP_MARK_WAIT_S = 5.0  # how long a failed point's folder is watched for the stop's mark, which `stop` leaves after
+# the nodes reported (a sweep point's and a plain run's, job.stopped_summary)
+
+# A node's exit that a stop gives (SIGTERM, SIGKILL, as a shell or Python says them): only a run one of whose nodes
+# ended so waits for the stop's mark before its record is written.
+STOP_EXITS = (143, 137, 247, -15, -9)
 
 
 RUNNER_MARK = "runner.json"  # in a sweep's folder: the `nodeweave run` process walking its points (pid, host)

@@ -231,8 +231,33 @@ def report(args, env):
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
             "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json")),
             "goodput": read_json(os.path.join(folder, "goodput.json")),
-            "heat": read_json(os.path.join(folder, "heat.json"))}
+            "heat": read_json(os.path.join(folder, "heat.json")), "after_stop": _after_stop(folder)}
     return data, EXIT_OK
+
+
+AFTER_STOP_CAP = 256 * 1024  # the end of the launcher's output after a stop, as the report carries it to the host
+
+
+def _after_stop(folder):
+    """{file name: its end} of the launcher's output after a stop (``runstate.AFTER_STOP``) kept in the run's folder
+    on this node: the host's ``nodeweave run`` keeps a copy in its own run folder, so the file the node's stop
+    line names can be read after ``down`` too (walk12c C3: it was only inside the container)."""
+    from . import bounded
+    from .running.runstate import AFTER_STOP
+
+    head, _, tail = AFTER_STOP.partition("{node}")
+    found = {}
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return found
+    for name in names:
+        if name.startswith(head) and name.endswith(tail) and len(found) < 16:
+            try:
+                found[name] = bounded.read_tail(os.path.join(folder, name), AFTER_STOP_CAP, own=True)
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def ready(args, env):

@@ -80,6 +80,17 @@ def stopped_line(stopped: dict, data: dict) -> str:
     known = list(dict.fromkeys(c for c in codes if isinstance(c, int)))
     said = "" if not known else f" (nodes exit {known[0]})" if len(known) == 1 else \
         f" (nodes exit {', '.join(map(str, known))})"
+    from nodeweave.cluster.stop import stopped_nodes
+
+    names = stopped_nodes(stopped, data)
+    if names:  # `stop --node N`: those nodes stopped, the others ended because of it (walk12c C3)
+        def exits(pick):
+            return sorted({n.get("exit_code") for n in data.get("nodes") or []
+                           if isinstance(n, dict) and pick(str(n.get("node"))) and isinstance(n.get("exit_code"), int)})
+        mine, theirs = exits(lambda n: n in names), exits(lambda n: n not in names)
+        return (f"stopped by nodeweave stop at {at} UTC: {', '.join(names)}"
+                + (f" (exit {', '.join(map(str, mine))})" if mine else "") + "; the others ended because of it"
+                + (f" (exit {', '.join(map(str, theirs))})" if theirs else ""))
     return f"stopped by nodeweave stop at {at} UTC{said}"
 
 

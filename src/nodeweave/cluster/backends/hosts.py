@@ -139,16 +139,47 @@ class HostsCluster(Backend):
         """No platform stands over the hosts, so every verb asks each node's entrypoint itself; on bare hosts the
         job's mark is what ``up`` made there and ``down`` takes back (the container a compose host has), so a host
         that answers without it is not up, whatever its entrypoint says (walk11a A17: after ``down`` status, exec
-        and top still acted on the hosts). A host that does not answer is left out: the verb's ssh ask names it."""
-        if self.engine != "none" or not nodes:
+        and top still acted on the hosts). With a container engine the node container is what ``up`` made and
+        ``down`` removes, so each host's engine is asked for it, one inspect per host, all at once (fix12x: after
+        ``down`` the verbs met the missing container in their own exec). A host that does not answer is left out:
+        the verb's ssh ask names it."""
+        if not nodes:
             return {}
         from nodeweave.cluster.base import NodeState
         from nodeweave.steps import fan_out
 
         hosts = [self.hosts[n.index] for n in nodes if n.index < len(self.hosts)]
+        if self.engine != "none":
+            seen = dict(fan_out(self._container_state, hosts, jobs=32))
+            return {n.index: seen[self.hosts[n.index]] for n in nodes
+                    if n.index < len(self.hosts) and seen.get(self.hosts[n.index]) is not None}
         held = dict(fan_out(self._holds_mark, hosts, jobs=32))
         return {n.index: PlatformState(NodeState.ABSENT, NO_MARK) for n in nodes
                 if n.index < len(self.hosts) and held.get(self.hosts[n.index]) is False}
+
+    def _container_state(self, host: str):
+        """A host with a container engine: (host, its node container's state as the engine says it, ``missing``
+        when the engine answers that there is no such container; None when the host or its engine gave no clear
+        answer: the verb goes on and its own ask names why)."""
+        import subprocess
+
+        from nodeweave.cluster.backends.local import container_state
+        from nodeweave.cluster.base import NodeState
+
+        read = [self.engine, "inspect", "--type", "container", "--format", "{{.State.Status}} {{.State.ExitCode}}",
+                self.container]
+        argv = self._ssh(host).exec_argv(read, stdin=False)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return host, None
+        if out.returncode == 0:
+            said = out.stdout.strip().splitlines()
+            parts = said[-1].split() if said else []
+            return host, container_state(parts[0], parts[1]) if len(parts) == 2 else None
+        if out.returncode != 255 and "no such" in out.stderr.lower():  # podman 125, docker 1; 255 is ssh's own
+            return host, PlatformState(NodeState.ABSENT, "missing")
+        return host, None
 
     def nothing_up_line(self) -> Optional[str]:
         """Bare hosts: every host answers and none holds the job's mark (``down`` took it back, or no ``up`` left
@@ -360,14 +391,14 @@ class HostsCluster(Backend):
 
     def sync_targets(self):
         """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted); bare
-        hosts without the job's mark are not up, exit 3, as every verb says after ``down`` (walk11a A17)."""
-        if self.engine == "none":
-            from nodeweave.cluster.onbackend import down_line
-            from nodeweave.errors import EnvironmentProblem
+        hosts without the job's mark, or hosts without the node container, are not up, exit 3, as every verb says
+        after ``down`` (walk11a A17; fix12x: with an engine too)."""
+        from nodeweave.cluster.onbackend import down_line
+        from nodeweave.errors import EnvironmentProblem
 
-            line = down_line(self, self.nodes(), "sync")
-            if line is not None:
-                raise EnvironmentProblem(line)
+        line = down_line(self, self.nodes(), "sync")
+        if line is not None:
+            raise EnvironmentProblem(line)
         return [self._ssh(host) for host in self.hosts], self.dir
 
     def logs(self, node: Node, follow: bool, window: Tuple[str, ...] = ()) -> List[str]:
