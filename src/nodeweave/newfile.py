@@ -24,20 +24,26 @@ class Taken(Exception):
     """The name was taken (a file, a link, a folder appeared there) and the writer may not replace it."""
 
 
+def _exclusive(name: str, data: bytes) -> None:
+    """``data`` in a file made at ``name`` only if nothing is there (FileExistsError otherwise); a half-written file
+    is taken back out."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        _unlink(name)
+        raise
+
+
 def _scratch(path: Path, data: bytes) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     for n in range(100):
         scratch = os.path.join(folder, f".{path.name}.{os.getpid()}.{n}.partial")
         try:
-            fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            _exclusive(scratch, data)
         except FileExistsError:
             continue
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-        except BaseException:
-            _unlink(scratch)
-            raise
         return scratch
     raise FileExistsError(errno.EEXIST, "no free temporary name beside it", str(path))
 
@@ -66,13 +72,10 @@ def create(path: Path, data: bytes, replace_if: Optional[Callable[[Path], None]]
                                  errno.ENOSYS):
                 raise
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                _exclusive(str(path), data)
+                return
             except FileExistsError:
                 pass
-            else:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                return
         if replace_if is None:
             raise Taken(str(path))
         replace_if(path)
