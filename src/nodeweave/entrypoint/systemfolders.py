@@ -5,7 +5,6 @@ has to itself. One table for the spec's rules (``planning.shared_rules``), the c
 
 import os
 import posixpath
-import re
 
 # THE table of system folders (issue 43, replay11 B21/B22): every judge of "may nodeweave make or write this folder"
 # reads it, on the host (``systemdirs``: --runs-dir, --out, sync's targets), in the spec (recovery.checkpoint_dir,
@@ -240,6 +239,8 @@ def mount_points(sysroot="/"):
     """The mount points /proc/self/mountinfo lists (under ``sysroot``, for captured trees), or () when it cannot be
     read. Field 5 of each line is the mount point, with space, tab, newline and backslash written as octal escapes
     (``\\040``), as the kernel's show_mountinfo writes them (Documentation/filesystems/proc.rst)."""
+    import re  # here, not at the top: the start-up path imports nothing slow (tests/test_entrypoint_cli.py)
+
     from .bounded import MIB, read_text  # a captured tree's file may be anything: read as every file is
 
     path = os.path.join(sysroot or "/", "proc/self/mountinfo")
