@@ -158,7 +158,7 @@ def test_the_openshift_deepspeed_seed_loop_through_oc(standin, tmp_path):
         assert out.stdout.count("done: world_size=2") == 2, out.stdout
         report = json.loads(nodeweave(spec_path, "status", "--json", env=env, check=0).stdout)
         assert report["plans_agree"] is True and [n["reached_as"] for n in report["nodes"]] == [
-            "pod:e2e/nwos-0[trainer]", "pod:e2e/nwos-1[trainer]"], report["nodes"]
+            "oc:e2e/nwos-0[trainer]", "oc:e2e/nwos-1[trainer]"], report["nodes"]
         logs = nodeweave(spec_path, "logs", env=env, check=0).stdout
         assert "[node-1]" in logs and "done: world_size=2" in logs
         shell = nodeweave(spec_path, "shell", "0", "--dry-run", env=env, check=0).stdout
