@@ -76,7 +76,7 @@ def complete(cwd: Path, line: str) -> "list[str]":
 
 
 @pytest.mark.parametrize("line, offered", [
-    ("nodeweave status -o ", ["table", "wide", "json", "yaml"]), ("nodeweave runs ls -o j", ["json"]),
+    ("nodeweave status -o ", ["table", "wide", "json", "yaml", "name"]), ("nodeweave runs ls -o j", ["json"]),
     ("nodeweave up --target k", ["kubernetes"]), ("nodeweave up --engine ", ["podman", "docker", "none"]),
     ("nodeweave render c", ["compose"]), ("nodeweave run --launcher d", ["deepspeed"]),
     ("nodeweave run --profile ", ["nsys", "rocprofv3"]), ("nodeweave down --overlay o", ["openshift"]),
