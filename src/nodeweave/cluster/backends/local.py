@@ -334,12 +334,19 @@ class LocalCluster(Backend):
                                  capture_output=True, text=True, timeout=INSPECT_TIMEOUT_S, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return None
+        from nodeweave.entrypoint.hostport import http_url, split_host_port
+
         published = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
-        host, _, port = published.rpartition(":")
-        if not port.isdigit():
+        if published.startswith(":") and published.count(":") == 1:  # no host said: every address of this machine
+            published = "0.0.0.0" + published
+        try:
+            host, port = split_host_port(published)
+        except ValueError:
             return None
-        host = "127.0.0.1" if host in ("", "0.0.0.0") else host
-        return f"http://{host}:{port}/metrics"
+        if port is None:
+            return None
+        host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+        return http_url(host, port, "/metrics")
 
     def up_unchanged(self, nodes: List[Node], mode: str, image: Optional[str]) -> bool:
         """Every node's container running from the compose file ``up`` would write (the file unchanged, so the

@@ -64,8 +64,13 @@ def metrics_port(r: Resolved) -> List[str]:
     choice (``podman port <job>-0 9464`` names it): a fixed one made a second job on the same machine fail to
     start ("127.0.0.1:9464: address already in use"), a test suite's parallel jobs first; ``metrics.host_port``
     fixes it for a static scrape config, which a port moved by each up broke (walk12c C12)."""
+    if not r.spec.metrics.enabled:
+        return []
     port, host = r.spec.metrics.port, r.spec.metrics.host_port
-    return [f"127.0.0.1:{host or ''}:{port}"] if r.spec.metrics.enabled else []
+    from nodeweave.entrypoint.hostport import host_port
+
+    # compose's IP:HOST:CONTAINER (an empty HOST: the engine picks the host port)
+    return [host_port("127.0.0.1", host_port(host or "", port))]
 
 
 def render_local(r: Resolved) -> str:
