@@ -241,6 +241,8 @@ def test_a_hidden_value_reaches_bare_hosts_over_ssh_as_it_is(bare_hosts):
     shown = nodeweave(folder, env, "exec", *flags, "-e", "TOK", "--dry-run", "--", "sh", "-c", 'printf "<%s>\\n" "$TOK"')
     assert shown.returncode == 0 and value not in shown.stdout + shown.stderr, shown.stdout + shown.stderr
     assert "$TOK" in shown.stdout and "travels on the command line" in shown.stdout, shown.stdout
+    brought = nodeweave(folder, env, "up", *flags)  # exec acts on hosts `up` marked (walk11 A17)
+    assert brought.returncode == 0, brought.stdout + brought.stderr
     done = nodeweave(folder, env, "exec", *flags, "-e", "TOK", "--", "sh", "-c", 'printf "<%s>\\n" "$TOK"')
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count(f"<{value}>") == 3, done.stdout
