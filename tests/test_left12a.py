@@ -111,6 +111,24 @@ def _trained(log: Path, steps: int, limit: float = 240) -> None:
     raise AssertionError(f"{log} shows no step {steps} in {limit:g} s: {text[-2000:]}")
 
 
+def _timeline_trained(hosts: Path, limit: float = 60) -> None:
+    """Wait until node 0's saved goodput timeline (what a SIGKILL leaves) shows training: a step logged after its
+    generation's first collective. Its log can show step 30 before its next save on a loaded machine."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for path in hosts.rglob("goodput.json"):
+            try:
+                gens = json.loads(path.read_text()).get("generations") or []
+            except ValueError:  # being replaced
+                continue
+            last = gens[-1] if gens else {}
+            times = [t for t, _ in last.get("steps") or []]
+            if last.get("first") and times and max(times) > last["first"]:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"no goodput.json under {hosts} shows training in {limit:g} s")
+
+
 @pytest.fixture(scope="module")
 def stopped_runs(tmp_path_factory):
     """Two hosts (--engine none) up; the spec's long job run detached twice, each stopped by `nodeweave stop` once it
@@ -126,6 +144,7 @@ def stopped_runs(tmp_path_factory):
         assert started.returncode == 0, started.stdout + started.stderr
         run_id = started.stdout.strip().splitlines()[-1]
         _trained(folder / "runs" / run_id / "node-0.log", 30)
+        _timeline_trained(folder / "hosts")
         stop = nodeweave(folder, env, "stop", "--grace", grace)
         assert stop.returncode == 0, stop.stdout + stop.stderr
         deadline = time.monotonic() + 60  # the detached `nodeweave run` writes the record once every node ended

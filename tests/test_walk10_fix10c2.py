@@ -227,7 +227,8 @@ def test_c21_logs_reads_a_node_that_ended_and_never_sends_to_up_first(state):
     assert "node-0 is not running (exited (137)): its last log follows" in notes[0] and "read it first" in notes[0]
     assert "node-2 has no log (missing)" in notes[1]
     backend = SimpleNamespace(states=lambda ns: {n.index: PlatformState(NodeState.ABSENT, "missing") for n in ns},
-                              target="local", spec=SimpleNamespace(name="team"), where="podman", renamed=())
+                              target="local", spec=SimpleNamespace(name="team"), where="podman", renamed=(),
+                              holds=True)
     with pytest.raises(EnvironmentProblem):
         with_logs(backend, nodes)
 

@@ -67,7 +67,7 @@ def test_the_specs_checkpoint_folder_is_held_back_and_kept(tmp_path, monkeypatch
 
 
 def test_a_checkpoint_folder_outside_the_workspace_holds_nothing_back(tmp_path, monkeypatch):
-    team = _project(tmp_path, monkeypatch, "/mnt/shared/ckpt")
+    team = _project(tmp_path, monkeypatch, "/data/checkpoints")
     assert checkpoint_folders(load_spec(team / "nodeweave.yaml")) == []
 
 

@@ -412,7 +412,8 @@ def test_a_checkpoint_dir_with_white_space_at_an_end_is_refused_by_the_spec_and_
                NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR=value)
     out = cli_run.entrypoint("--explain", "--", "t.py", cwd=tmp_path,
                          env=env, capture_output=True, text=True)
-    assert out.returncode == 2 and "white space" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    said = "white space" if value.strip() else "set but empty (' ')"  # only white space: the empty-variable rule
+    assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text("name: team\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {type: torchrun, "
                     f"script: t.py}}\nrecovery: {{enabled: true, spares: 1, checkpoint_dir: {value!r}}}\n".replace(

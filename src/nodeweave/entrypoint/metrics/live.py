@@ -332,7 +332,8 @@ class Live:
                     history.popleft()
             open_gen = gen["ended"] is None and gen["fault"] is None
             moved = [now - float(v.get("since_s") or 0) for v in views if collectives(v, read) > 0]
-            if open_gen and gen["first"] is None and (moved or gen["steps"]):
+            training_began = open_gen and gen["first"] is None and bool(moved or gen["steps"])
+            if training_began:
                 # the earliest sign of a collective: a rank's last move (views come a beat apart) or a step line
                 gen["first"] = round(min(moved + [s[0] for s in gen["steps"][:1]]), 3)
             if open_gen and moved and not gen["steps"]:  # step lines, when there are some, time it exactly
@@ -353,8 +354,8 @@ class Live:
                 gen["ended"] = now
         if open_gen and views:  # outside the lock: closing a column at 65,536 ranks takes ~70 ms, no scrape waits
             self.heat.feed(now, gen["generation"], views)
-        if now - self.saved_at >= SAVE_S:
-            self.save(now)
+        if training_began or now - self.saved_at >= SAVE_S:  # training's start saved at once: a SIGKILL soon after (stop
+            self.save(now)  # --grace 0) left start-up to the kill, though the node had trained (walk12 A11 under load)
 
     def save(self, now=None):
         self.saved_at = time.time() if now is None else now
