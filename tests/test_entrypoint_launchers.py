@@ -150,10 +150,12 @@ def test_deepspeed_keeps_visible_devices(ds_runner, tmp_path):
     p = plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="2,3", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00",
              NODEWEAVE_NPROC_PER_NODE="2")
     argv, content = _hostfile(p, tmp_path)
-    assert content == "node-0 slots=4\nnode-1 slots=4\n"
+    # this node's ids kept; another node's are its count's first ids, which DeepSpeed only counts (its ranks come
+    # after them): a node's own ids are its own to say (fix13d: every node was written with this node's ids)
+    assert content == "node-0 slots=2\nnode-1 slots=4\n"
     args = ds_runner.parse_args(argv[1:])
     active = ds_runner.parse_inclusion_exclusion(ds_runner.fetch_hostfile(args.hostfile), args.include, args.exclude)
-    assert active == {"node-0": [2, 3], "node-1": [2, 3]}
+    assert active == {"node-0": [0, 1], "node-1": [2, 3]}
 
 
 def test_deepspeed_slurm_names(ds_runner, tmp_path):

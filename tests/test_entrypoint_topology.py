@@ -120,7 +120,8 @@ def test_bad_nodelist_is_a_usage_error(text):
 
 def test_hostfile_position_gives_rank(tmp_path):
     hostfile = tmp_path / "hosts"
-    hostfile.write_text("# LAN\n192.168.1.10 slots=2\nci-runner slots=2\n192.168.1.12\n")
+    hostfile.write_text("# LAN\n192.168.1.10 slots=2\nci-runner slots=2\n192.168.1.12 slots=2\n")  # a line
+    # without slots among lines with them is refused (fix13d, tests/test_walk13_fix13d.py)
     t = topo(argv=["--hostfile", str(hostfile)])
     assert summary(t) == (1, "3", "192.168.1.10", 29500)
     assert t.nproc_per_node.value == 2

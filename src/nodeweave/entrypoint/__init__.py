@@ -39,7 +39,7 @@ numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
 ``Limits(shm_bytes, shm_source, memlock_bytes, cpus, cpus_source, ipc_lock)``;
 ``Cloud(provider, vendor, product, efa, profile, topo_file)``;
 ``Topology(node_rank, nnodes, nproc_per_node, master_addr, master_port: Value(value, source),
-nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes, platform)``;
+nnodes_min, nnodes_max, elastic, world_size, node_procs, is_master, node_names, job_id, notes, platform)``;
 ``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
 ``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``; each warning
 is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on and the
@@ -78,6 +78,8 @@ One JSON object; keys are only ever added under this schema name::
       "topology": null | {
         "node_rank" | "nnodes" | "nproc_per_node" | "master_addr" | "master_port": {"value", "source"},
         "nnodes_min": int, "nnodes_max": int, "elastic": bool, "world_size": int|null,
+        "node_procs": [int]|null,   # every node's processes in rank order (their sum is world_size; a node's
+                                    # first global rank is the sum before it: entrypoint/world.py); null: elastic
         "is_master": bool, "node_names": [str], "job_id": str, "notes": [str],
         "platform": str|null},   # the row of sources.SOURCES that named the rank (null: single node)
       "env": [{"name", "value", "action": "set"|"kept"|"export", "source", "reason"}],

@@ -22,6 +22,8 @@ def summary(plan, session=None, watched=False, identity=None):
     t, launch = plan.topology, plan.launch
     set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
     each = f"{t.nproc_per_node.value} process(es) each"
+    if t.node_procs and len(set(t.node_procs)) > 1:  # uneven nodes: not "each" (fix13d)
+        each = f"{t.nproc_per_node.value} process(es) here, world size {t.world_size}"
     checked = ""
     if session is not None:
         warned = [p["check"] for p in session.verdict["problems"]]

@@ -85,6 +85,14 @@ def _topology(topo):
         lines.insert(0, ("rank from", topo.platform))
     world = topo.world_size if topo.world_size is not None else f"elastic {topo.nnodes.value} nodes (c10d)"
     lines.append(("world size", f"{world}" + ("  (this node is the master)" if topo.is_master else "")))
+    procs = topo.node_procs
+    if procs and len(set(procs)) > 1:  # uneven nodes: the sum, and where this node's ranks start (fix13d)
+        from .world import described, ranks_of
+
+        ranks = ranks_of(procs, topo.node_rank.value)
+        lines[-1] = (lines[-1][0], f"{lines[-1][1]}  ({described(procs)})")
+        lines.append(("ranks", f"{ranks[0]}..{ranks[-1]} here: after the {ranks[0]} process(es) of the nodes "
+                               "before this one"))
     for note in topo.notes:
         lines.append(("note", note))
     return lines

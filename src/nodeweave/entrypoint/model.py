@@ -265,6 +265,7 @@ class Topology(Record):
         ("master_addr", None),     # Value(str)
         ("master_port", None),     # Value(int)
         ("world_size", None),      # processes over all nodes; None when elastic
+        ("node_procs", None),      # [int] every node's processes in rank order (entrypoint/world.py); None: elastic
         ("is_master", False),      # this node hosts the rendezvous
         ("node_names", NEW_LIST),     # every node's name in rank order, when known
         ("platform", None),        # the SOURCES row that named the rank ("dstack", "Slurm", ...); None: single node

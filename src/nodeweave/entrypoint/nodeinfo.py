@@ -76,6 +76,8 @@ def plan_summary(plan, command):
         # One process per GPU each node has: uneven counts are the plan, not a disagreement (the check-in
         # gives the launcher every node's count; accelerate is told one total before it, so it stays exact).
         agreed = dict(shared, nproc_per_node="auto", world_size="the sum of every node's processes")
+    elif t.node_procs and len(set(t.node_procs)) > 1:  # uneven hostfile slots: the job's counts, not this node's,
+        agreed = dict(shared, nproc_per_node=list(t.node_procs))  # are what every node agrees on (fix13d)
     digest = hashlib.sha256(json.dumps(agreed, sort_keys=True).encode()).hexdigest()[:12]
     return {"node_rank": t.node_rank.value, **shared, "hash": digest, "warnings": list(plan.warnings),
             "errors": plan.errors, "role": plan.role}

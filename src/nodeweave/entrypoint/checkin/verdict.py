@@ -20,6 +20,7 @@ import json
 
 from ..planning.contract import EXCHANGE_ALLOWABLE as ALLOWABLE
 from .fingerprint import major_minor
+from ..world import world_size
 
 REFUSE, WARN = "refuse", "warn"
 SHM_MIN = 1 << 30
@@ -309,7 +310,7 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, rea
     if not refused:
         procs = {e.fp["rank"]: e.fp.get("nproc") for e in entries}
         verdict["procs"] = [procs.get(rank) for rank in range(len(procs))]
-        verdict["world_size"] = sum(p for p in procs.values() if isinstance(p, int))
+        verdict["world_size"] = world_size(verdict["procs"])  # the one rule (entrypoint/world.py)
     return verdict
 
 

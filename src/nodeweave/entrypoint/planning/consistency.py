@@ -5,7 +5,8 @@ checks that weigh one value against another kind of fact:
 
 - the hostname ordinal against the rank the other sources give (a
   StatefulSet or Indexed Job pod's ordinal *is* its index);
-- ``WORLD_SIZE`` and ``RANK`` against nodes x processes and the node rank;
+- ``WORLD_SIZE`` and ``RANK`` against every node's processes (their sum; the counts before this node are its
+  first global rank: :mod:`world`) and the node rank;
 - a defaulted single node against anything that says there are more nodes;
 - Slurm's or MPI's tasks per node against one launcher per node;
 - ``*_VISIBLE_DEVICES`` and the chosen socket interfaces against the node.
@@ -22,6 +23,7 @@ from ..detection.host import host_networking
 from ..errors import TopologyError
 from ..model import FLAG, HOSTNAME
 from .rules import emit
+from .. import world
 
 LAUNCHERS_WITH_WORKERS = ("torchrun", "deepspeed", "accelerate")
 
@@ -79,39 +81,50 @@ def multi_node_signal(claims, node, nproc):
     return None
 
 
-def check_processes(claims, rank, lo, hi, nproc, nproc_source):
-    """``WORLD_SIZE`` must count this job (processes, or pods as older Kubeflow does); ``RANK`` must be this node's."""
+def _job(lo, hi, nproc, nproc_source, procs):
+    """How the plan counts the job's processes, for a refusal: ``2 node(s) x 4 process(es) per node (...)`` or
+    the uneven counts' sum."""
+    if procs is not None and not world.even(procs):
+        return f"{world.described(procs)} = {world.world_size(procs)} (this node {nproc}, {nproc_source})"
+    nodes = str(hi) if lo == hi else f"{lo}..{hi}"
+    return f"{nodes} node(s) x {nproc} process(es) per node ({nproc_source})"
+
+
+def check_processes(claims, rank, lo, hi, nproc, nproc_source, procs=None):
+    """``WORLD_SIZE`` must count this job (processes, or pods as older Kubeflow does); ``RANK`` must be this node's.
+    ``procs``: every node's processes (a fixed-size job, :mod:`world`), whose sum is the world size and whose
+    counts before this node are its first global rank; None (elastic): ``nodes x nproc`` for each count."""
+    totals = {world.world_size(procs)} if procs is not None else {n * nproc for n in range(lo, hi + 1)}
     for claim in claims.get("world_size", ()):
-        world = read_int(1)(claim.value, "world size", claim.source)
-        counts = range(lo, hi + 1)
-        total = [int(c.value) for c in claims.get("world_total", ())]  # uneven hostfile slots: their sum (B10)
-        if world not in (set(total) or {n * nproc for n in counts}) | set(counts):
-            nodes = str(hi) if lo == hi else f"{lo}..{hi}"
-            each = (f"{total[0]} ({claims['world_total'][0].source})" if total else
-                    f"{nodes} node(s) x {nproc} process(es) per node ({nproc_source})")
+        value = read_int(1)(claim.value, "world size", claim.source)
+        if value not in totals | set(range(lo, hi + 1)):
             raise TopologyError(
-                f"{claim.source} contradicts {each}; accepted: {total[0] if total else hi * nproc} (processes) or {hi} (pods), or "
-                "unset it: nodeweave exports WORLD_SIZE")
+                f"{claim.source} contradicts {_job(lo, hi, nproc, nproc_source, procs)}; accepted: {max(totals)} "
+                f"(processes) or {hi} (pods), or unset it: nodeweave exports WORLD_SIZE")
     for claim in claims.get("rank", ()):
         value = read_int(0)(claim.value, "rank", claim.source)
-        first, last = rank * nproc, rank * nproc + nproc - 1
-        if value != rank and not first <= value <= last:
+        ranks = world.ranks_of(procs, rank) if procs is not None else range(rank * nproc, rank * nproc + nproc)
+        if value != rank and value not in ranks:
+            before = ("" if procs is None or world.even(procs) else
+                      f", the {ranks[0]} process(es) of the nodes before it first")
             raise TopologyError(
-                f"{claim.source} contradicts node rank {rank} with {nproc} process(es) per node; accepted: {rank} "
-                f"(this pod's rank) or {first}..{last} (its processes' global ranks), or unset it")
+                f"{claim.source} contradicts node rank {rank} with {nproc} process(es) on this node{before}; "
+                f"accepted: {rank} (this pod's rank) or {ranks[0]}..{ranks[-1]} (its processes' global ranks), "
+                "or unset it")
 
 
-def _worker_values(rank, lo, hi, nproc):
+def _worker_values(rank, lo, hi, nproc, procs=None):
     """What each per-process variable of torchrun's (and the unread NPROC_PER_NODE) may hold in this plan."""
-    first = rank * nproc
+    ranks = world.ranks_of(procs, rank) if procs is not None else range(rank * nproc, rank * nproc + nproc)
+    totals = [world.world_size(procs)] if procs is not None else [n * nproc for n in range(lo, hi + 1)]
     return {
         "LOCAL_WORLD_SIZE": ([nproc], "processes per node"),
         "NPROC_PER_NODE": ([nproc], "processes per node"),
         "LOCAL_RANK": (list(range(nproc)), "a process's index on its node"),
         "GROUP_RANK": ([rank], "this node's rank"),
         "GROUP_WORLD_SIZE": (list(range(lo, hi + 1)), "nodes"),
-        "ROLE_RANK": (list(range(first, first + nproc)), "a process's global rank on this node"),
-        "ROLE_WORLD_SIZE": ([n * nproc for n in range(lo, hi + 1)], "processes in the job"),
+        "ROLE_RANK": (list(ranks), "a process's global rank on this node"),
+        "ROLE_WORLD_SIZE": (totals, "processes in the job"),
     }
 
 
@@ -119,11 +132,11 @@ def _accepted(values):
     return str(values[0]) if len(values) == 1 else f"{values[0]}..{values[-1]}"
 
 
-def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes):
+def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes, procs=None):
     """torchrun's per-process variables (``LOCAL_WORLD_SIZE``, ``LOCAL_RANK``, ``GROUP_RANK``, ``ROLE_*``) set
     for the node, and ``NPROC_PER_NODE`` (which neither torchrun nor nodeweave reads): a value the plan
     contradicts is refused as ``WORLD_SIZE`` is (exit 3, walk2 M6); one that fits is noted as replaced."""
-    for name, (values, what) in _worker_values(rank, lo, hi, nproc).items():
+    for name, (values, what) in _worker_values(rank, lo, hi, nproc, procs).items():
         text = env.get(name, "").strip()
         if not text:
             continue
@@ -132,8 +145,8 @@ def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes):
             fix = ("set the count with --nproc-per-node (NODEWEAVE_NPROC_PER_NODE, the spec's gpus_per_node)"
                    if name == "NPROC_PER_NODE" else "the launcher sets it for each process it starts")
             raise TopologyError(
-                f"{name}={text} contradicts {hi if lo == hi else f'{lo}..{hi}'} node(s) x {nproc} process(es) per "
-                f"node ({nproc_source}), node rank {rank}; accepted ({what}): {_accepted(values)}, or unset it: {fix}")
+                f"{name}={text} contradicts {_job(lo, hi, nproc, nproc_source, procs)}, node rank {rank}; accepted "
+                f"({what}): {_accepted(values)}, or unset it: {fix}")
         notes.append(f"{name}={text} fits the plan; "
                      + ("nothing reads it (the count is --nproc-per-node)" if name == "NPROC_PER_NODE" else
                         "the launcher replaces it for each process it starts"))

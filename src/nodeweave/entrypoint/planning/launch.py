@@ -30,12 +30,18 @@ address is handed bare, IPv6 too (``--master-addr``, ``--master_addr``,
 import os
 
 from . import launcher_options
+from .. import world
 from ..errors import TopologyError, UsageError
 from ..hostport import host_port, is_ipv6
 from ..model import EnvVar, Launch
 
 # Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
 SHARED_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+
+
+def _procs(topo):
+    """Every node's processes of a fixed-size plan (:mod:`world`): the topology's, else this node's on each."""
+    return topo.node_procs or [topo.nproc_per_node.value] * topo.nnodes_max
 
 
 def _export(name, value, reason):
@@ -53,9 +59,7 @@ def exports(topo, env):
         _export("NNODES", nnodes, topo.nnodes.source),
     ]
     if topo.world_size is not None:
-        reason = f"{topo.nnodes_max} nodes x {topo.nproc_per_node.value} processes"
-        if topo.world_size != topo.nnodes_max * topo.nproc_per_node.value:  # uneven slots (walk12b B10)
-            reason = f"every node's processes summed: {topo.nnodes_max} nodes, this one {topo.nproc_per_node.value}"
+        reason = world.described(_procs(topo))  # uneven slots: their sum (walk12b B10; fix13d)
         if env.get("WORLD_SIZE") not in (None, str(topo.world_size)):
             reason += f" (was {env['WORLD_SIZE']}: counted pods, not processes)"
         out.append(_export("WORLD_SIZE", topo.world_size, reason))
@@ -323,22 +327,43 @@ def _deepspeed(topo, node, command, restarts, settings):
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
             "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
     notes = ["--no_ssh: every node starts its own launcher; no pdsh, no ssh between containers"]
-    slots = nproc
-    visible = node.gpus.visible
-    if visible and all(isinstance(v, int) for v in visible):
-        ids = visible[:nproc]
-        slots = max(ids) + 1  # --include may only name slots the hostfile lists
-        argv += ["--include", "@".join(f"{name}:{','.join(map(str, ids))}" for name in names)]
+    procs = list(_procs(topo))
+    procs[topo.node_rank.value] = nproc
+    content, include = deepspeed_lines(names, procs, topo.node_rank.value, node.gpus.visible)
+    if include:
+        argv += ["--include", include]
+        ids = node.gpus.visible[:nproc]
         notes.append(f"--include keeps {node.gpus.visible_env}={','.join(map(str, ids))}: "
                      "DeepSpeed otherwise renumbers GPUs from 0")
-    content = "".join(f"{name} slots={slots}\n" for name in names)
+    if not world.even(procs):
+        notes.append(f"hostfile slots by node: {', '.join(map(str, procs))} (DeepSpeed numbers each node's ranks "
+                     "after the slots of the lines before it)")
     if restarts:
         notes.append("deepspeed has no restart flag; --max-restarts applies to torchrun and accelerate only")
     return Launch(argv=argv + command, files={hostfile: content}, notes=notes)
 
 
+def deepspeed_lines(names, procs, rank, visible):
+    """(the DeepSpeed hostfile's text, its ``--include`` or ""): one ``<name> slots=<n>`` line per node with that
+    node's processes (:mod:`world`: DeepSpeed numbers a node's ranks after the slots of the nodes before it).
+    With this node's GPUs visible by number, ``--include`` keeps their ids here and names each other node's
+    first slots; a line's slots cover the highest id it names."""
+    if not (visible and all(isinstance(v, int) for v in visible)):
+        return "".join(f"{name} slots={count}\n" for name, count in zip(names, procs)), ""
+    mine = visible[:procs[rank]]
+    ids = [mine if i == rank else list(range(count)) for i, count in enumerate(procs)]
+    content = "".join(f"{name} slots={max(own) + 1}\n" for name, own in zip(names, ids))
+    return content, "@".join(f"{name}:{','.join(map(str, own))}" for name, own in zip(names, ids))
+
+
 def _accelerate(topo, node, command, restarts, settings):
     total = topo.world_size
+    procs = topo.node_procs
+    if procs and not world.even(procs):
+        raise TopologyError(
+            f"launcher accelerate runs the same process count on every machine (--num_processes over "
+            f"--num_machines), but the nodes' counts differ ({world.described(procs)}); accepted: the same slots "
+            "on every hostfile line, or the torchrun or deepspeed launcher, which number uneven nodes' ranks")
     argv = ["accelerate", "launch", "--num_machines", str(topo.nnodes_max), "--machine_rank", str(topo.node_rank.value),
             "--main_process_ip", topo.master_addr.value, "--main_process_port", str(topo.master_port.value),
             "--num_processes", str(total)]
@@ -366,15 +391,19 @@ def apply_counts(plan, verdict):
     procs = verdict.get("procs") or []
     if topo.elastic or len(procs) != topo.nnodes_max or not all(isinstance(p, int) for p in procs):
         return
-    topo.world_size = sum(procs)
-    uneven = len(set(procs)) > 1
+    topo.node_procs, topo.world_size = list(procs), world.world_size(procs)
+    uneven = not world.even(procs)
     for var in plan.env:
         if var.name == "WORLD_SIZE" and var.action == "export":
             var.value = str(topo.world_size)
             if uneven:
                 var.reason = f"sum of every node's processes from the check-in: {'+'.join(map(str, procs))}"
-    if launch.launcher == "deepspeed" and "--include" not in launch.argv:
+    if launch.launcher == "deepspeed":
+        ids = plan.node.gpus.visible if plan.node is not None and plan.node.gpus is not None else None
+        content, include = deepspeed_lines(hostfile_names(topo), procs, topo.node_rank.value, ids)
         for path in launch.files:
-            launch.files[path] = "".join(f"{name} slots={count}\n" for name, count in zip(hostfile_names(topo), procs))
+            launch.files[path] = content
+        if "--include" in launch.argv and include:  # the other nodes' ids: their counts, not this node's
+            launch.argv[launch.argv.index("--include") + 1] = include
         if uneven:
-            launch.notes.append(f"hostfile slots from the check-in: {', '.join(map(str, procs))} (uneven GPU counts)")
+            launch.notes.append(f"hostfile slots from the check-in: {', '.join(map(str, procs))} (uneven counts)")

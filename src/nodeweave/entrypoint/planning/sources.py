@@ -212,25 +212,34 @@ def hostfile(scene):
 
 
 def _uneven_slots(scene, path, hosts):
-    """Hostfile lines that give different slots: the job's world size is their sum, not the nodes times this
-    node's slots (walk12b B10: node 0 of `a slots=1` / `b slots=2` exported WORLD_SIZE=2, node 1 4, the job 3), as
-    [Claim("world_total")]; [] when the lines agree or some give none. Refused, whichever way the rank came, when
-    the check-in exchange, which shares every node's count with the launcher, is off."""
+    """Every line's slots, as [Claim("line_slots", (n, ...))], when every line gives them; [] when none does. A
+    hostfile where some lines give slots and some do not is refused (exit 2): DeepSpeed refuses a line without
+    (a bad entry) and Open MPI reads it as the host's CPU cores, so no world size or rank offset follows from
+    it (fix13d: node 0 of `a slots=2` / `b` exported WORLD_SIZE=4, node 1 2; with the exchange off nothing
+    caught it). Lines that give different slots are refused, whichever way the rank came, when the check-in
+    exchange, which shares every node's count with the launcher, is off (walk12b B10). The world size and each
+    node's rank offset are :mod:`world`'s, from these counts."""
     slots = [(host, count) for host, count in hosts if count is not None]
-    if len({count for _, count in slots}) < 2:
+    if not slots:
         return []
-    from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
-
-    listed = few([f"{host} slots={count}" for host, count in slots], 4)
-    off = switched_off(scene.settings)
-    if off:
-        raise TopologyError(f"hostfile {path} gives its hosts different slots ({listed}) but the check-in exchange "
-                            f"that shares them is off ({off}); give every line the slots of the smallest node, or "
-                            "let the nodes check in")
     if len(slots) < len(hosts):
-        return []  # a line without slots runs the processes its node finds: the sum is the check-in's
-    return [Claim("world_total", sum(count for _, count in slots), f"the sum of hostfile {path}'s slots, which "
-                  f"differ by line ({listed})", PLATFORM)]
+        number = next(i for i, (_, count) in enumerate(hosts) if count is None)
+        given = next(i for i, (_, count) in enumerate(hosts) if count is not None)
+        raise UsageError(f"hostfile {path} line {number + 1} ({hosts[number][0]}) gives no slots while line "
+                         f"{given + 1} ({hosts[given][0]} slots={hosts[given][1]}) does: the world size and each "
+                         f"node's first rank need every node's count (DeepSpeed refuses such a line, Open MPI "
+                         f"would read the host's CPU cores); accepted: slots=<n> on every line "
+                         f"('{hosts[number][0]} slots=<n>'), or on none (each node runs its processes per node)")
+    if len({count for _, count in slots}) > 1:
+        from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
+
+        listed = few([f"{host} slots={count}" for host, count in slots], 4)
+        off = switched_off(scene.settings)
+        if off:
+            raise TopologyError(f"hostfile {path} gives its hosts different slots ({listed}) but the check-in "
+                                f"exchange that shares them is off ({off}); give every line the slots of the "
+                                "smallest node, or let the nodes check in")
+    return [Claim("line_slots", [count for _, count in slots], f"hostfile {path}'s slots by line", PLATFORM)]
 
 
 def _given_rank(scene):

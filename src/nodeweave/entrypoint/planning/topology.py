@@ -28,6 +28,7 @@ from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
 from .variables import inherited_output_lines, unknown_lines
+from ..world import node_counts, world_size
 
 DEFAULT_PORT = MASTER_PORT  # contract's, the example a port refusal gives too
 
@@ -213,8 +214,9 @@ def discover(settings, node, root, kube, warnings=None):
     if rank >= hi:
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}")
-    consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src)
-    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes)
+    procs = None if lo != hi else node_counts(_line_slots(claims), "hostfile" in str(nproc_src), rank, hi, nproc)
+    consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src, procs)
+    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes, procs)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
     master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
     port, port_claim = decide(claims.get("master_port"), "master_port", "master port", READERS["master_port"], notes,
@@ -222,14 +224,19 @@ def discover(settings, node, root, kube, warnings=None):
     port_value = Value(value=port, source=port_claim.source) if port_claim else \
         Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
     job_id = settings.get("job_id") or prefix or env.get("SLURM_JOB_ID") or "nodeweave"
-    world = claims.get("world_total")  # a hostfile whose lines give different slots: their sum (walk12b B10)
     return Topology(
         node_rank=Value(value=rank, source=rank_src), nnodes=Value(value=nnodes, source=nnodes_src),
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
-        world_size=None if lo != hi else int(world[0].value) if world else hi * nproc, is_master=rank == 0,
+        world_size=None if procs is None else world_size(procs), node_procs=procs, is_master=rank == 0,
         node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
     )
+
+
+def _line_slots(claims):
+    """A hostfile's slots by line, when every line gives them (``sources._uneven_slots``), else None."""
+    found = claims.get("line_slots")
+    return [int(count) for count in found[0].value] if found else None
 
 
 def _processes(nproc, claim, node, warnings):

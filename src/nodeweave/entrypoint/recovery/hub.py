@@ -11,6 +11,7 @@ from ..errors import EXIT_PEER_FAILED
 from ..news import Cause, News
 from . import decide
 from .book import Book, Decision
+from ..world import world_size
 from .setup import keep, newest_checkpoint, saves_before, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
@@ -239,7 +240,7 @@ class HubSide:
         procs = {0: self.checkin.fingerprint.get("nproc")}
         procs.update({p.fp.get("rank"): p.fp.get("nproc") for p in hub.peers})
         verdict = dict(verdict, procs=[procs.get(m) for m in book.members], recovery=book.to_json(public=True))
-        verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
+        verdict["world_size"] = world_size(verdict["procs"])  # the members' own counts (entrypoint/world.py)
         for peer in hub.peers:  # each node's role looked up in the book's sets: N nodes cost N, not N x members
             peer.role = book.role_of(peer.fp.get("rank")).value
         if book.decision is Decision.START:
