@@ -142,6 +142,24 @@ def test_the_check_ins_counts_set_node_procs_and_the_deepspeed_include(tmp_path)
     assert launch.argv[2] == "a:0,1,2@b:2,3"
 
 
+def test_nodes_of_uneven_slots_agree_on_the_plans_hash(tmp_path, monkeypatch):
+    """The plan hash every node reports (``nodeweave status`` compares them across the job's nodes) covered this
+    node's count, so nodes of slots 1 and 2 reported different plans: it covers every node's counts now."""
+    from nodeweave.entrypoint.nodeinfo import _plan_now
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "hosts").write_text("hosta slots=1\nhostb slots=2\n")
+    summaries = [_plan_now(["train.py"], dict(ALLOW, PATH=os.environ["PATH"], NODEWEAVE_HOSTFILE="hosts",
+                                               NODEWEAVE_NODE_RANK=str(rank))) for rank in (0, 1)]
+    assert [(s["nproc_per_node"], s["world_size"], s["errors"]) for s in summaries] == [(1, 3, []), (2, 3, [])]
+    assert summaries[0]["hash"] == summaries[1]["hash"]
+    (tmp_path / "hosts").write_text("hosta slots=2\nhostb slots=2\n")  # even counts: one hash, as before
+    even = [_plan_now(["train.py"], dict(ALLOW, PATH=os.environ["PATH"], NODEWEAVE_HOSTFILE="hosts",
+                                         NODEWEAVE_NODE_RANK=str(rank)))["hash"] for rank in (0, 1)]
+    assert even[0] == even[1] != summaries[0]["hash"]
+
+
 # ---- real entrypoints on loopback, torchrun with gloo ----
 
 ROOT = Path(__file__).resolve().parents[1]
