@@ -215,6 +215,7 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
     neither); ``problems``: why a record of the folder is not shown (the page's banner says each)."""
     from nodeweave.cluster.stop import stopped_by, stopped_nodes
     from nodeweave.entrypoint.metrics.goodput import account
+    from nodeweave.runs.history import RunEntry
 
     stopped = stopped_by(folder) if data.get("exit_code") not in (0, None) else None  # the user's stop: no failure
     named = stopped_nodes(stopped, data)  # `stop --node N`: the others ended because of it (walk12c C3)
@@ -236,6 +237,7 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
                     "asked_at": None, "read_at": None, "live": live, "run": {
                         "id": folder.name, "command": data.get("command"), "started": data.get("started"),
                         "seconds": data.get("seconds"), "exit_code": data.get("exit_code"),
+                        "state": RunEntry(folder, "run", data).state,  # runs ls/show's one reading (fix13c)
                         "summary": data.get("summary")},
                     "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": run_heat(heat)})
 
