@@ -57,3 +57,49 @@ def test_4_a_finished_or_failed_run_reads_the_same_too(tmp_path):
     folder, data = _stopped_run(tmp_path)
     (folder / "stopped.json").unlink()
     assert run_state(folder, data, None, None)["run"]["state"] == RunEntry(folder, "run", data).state == "exit 1"
+
+
+# --- 3. a hint names only options the verb printing it takes --------------------------------------------------------
+
+HOSTS_SPECS = {  # a hosts spec whose target-level hint names a way out (left12c: relative workspace.host_path)
+    "relative host_path": "name: r3job\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}"
+                          "\nhosts: [gpu-a, gpu-b]\nworkspace: {host_path: ./work}\n",
+    "three hosts for two nodes": "name: r3job\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\n"
+                                 "launcher: {script: train.py}\nhosts: [gpu-a, gpu-b, gpu-c]\n"
+                                 "workspace: {host_path: /srv/w}\n",
+}
+VERBS_ON_NODES = {"doctor --cluster": ["doctor", "--cluster"], "status": ["status"], "logs": ["logs"],
+                  "top": ["top", "--once"], "dashboard": ["dashboard"], "stop": ["stop", "--dry-run"],
+                  "exec": ["exec", "--dry-run", "--", "true"], "shell": ["shell", "--dry-run"],
+                  "run": ["run", "--dry-run"], "check": ["check", "--dry-run"], "up": ["up", "--dry-run"],
+                  "down": ["down", "--dry-run"], "sync": ["sync", "--dry-run", ".", "/srv/w"]}
+
+
+def hint_options(line: str, verb: str) -> "set[str]":
+    """The options a line offers the running verb: every --option, leaving out those inside a quoted command of
+    another verb (`nodeweave up --target slurm --remote-dir ...` names that verb's own)."""
+    import re
+
+    line = re.sub(r"`nodeweave (?!" + re.escape(verb) + r"\b)[^`]*`", "", line)
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line))
+
+
+@pytest.mark.parametrize("spec", sorted(HOSTS_SPECS))
+@pytest.mark.parametrize("name", sorted(VERBS_ON_NODES))
+def test_3_a_hosts_hint_offers_only_options_of_the_verb_that_prints_it(tmp_path, monkeypatch, capsys, name, spec):
+    """left12c: `doctor --cluster` on a hosts spec with a relative workspace.host_path was told `give --remote-dir
+    ...`, an option doctor lacks; every verb that reaches the nodes, on every hosts spec refused with a way out,
+    is offered only options its click command has."""
+    from cli_run import in_process as run_cli
+    from test_left12c import command_of, options_of
+
+    (tmp_path / "nodeweave.yaml").write_text(HOSTS_SPECS[spec])
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    argv = VERBS_ON_NODES[name]
+    code, out, err = run_cli(capsys, *argv)
+    said = err + out
+    assert code == 2 and "Traceback" not in said, said
+    assert "host" in said, said
+    extra = hint_options(said, argv[0]) - options_of(command_of(argv[:1]))
+    assert not extra, (said, extra)

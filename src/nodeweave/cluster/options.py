@@ -259,8 +259,11 @@ def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0, recovery: b
         return
     wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
     also = f" and recovery.spares: {spares}" if spares else ""
+    from nodeweave.failures import offered
+
+    where = ("--host or --hosts-file" if offered("--host") else "the spec's hosts list")  # left12c: doctor has none
     raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes}{also} ({ranges(hosts)}); give {wanted} "
-                     "(--host or --hosts-file, node 0 first, the spares last), or change the spec's nodes")
+                     f"({where}, node 0 first, the spares last), or change the spec's nodes")
 
 
 def state_path(spec_path: Path, name: str) -> Path:
