@@ -36,13 +36,14 @@ def _stopped_run(tmp_path: Path, nodes=None) -> "tuple[Path, dict]":
 def test_4_a_stopped_run_reads_the_same_in_the_dashboard_header_as_in_runs_ls(tmp_path, nodes):
     """fix12x: the dashboard's run page header said the run's `exit 1` while its node rows and `runs show` said
     stopped by nodeweave stop; the page's run carries runs ls/show's state and the header shows it."""
-    from nodeweave.cluster.dashboard import PAGE, run_state
+    from nodeweave.cli.dashboard import run_page
+    from nodeweave.cluster.dashboard import PAGE
     from nodeweave.runs.history import RunEntry
 
     folder, data = _stopped_run(tmp_path, nodes)
     state = RunEntry(folder, "run", data).state
     assert state.startswith("stopped by nodeweave stop"), state
-    page = run_state(folder, data, None, None)
+    page = run_page(folder, data, None, None)
     assert page["run"]["state"] == state, page["run"]
     html = PAGE.read_text()
     assert 'parts.push("exit " + esc(run.exit_code)' not in html  # the header's own reading of the exit code
@@ -51,12 +52,12 @@ def test_4_a_stopped_run_reads_the_same_in_the_dashboard_header_as_in_runs_ls(tm
 
 def test_4_a_finished_or_failed_run_reads_the_same_too(tmp_path):
     """fix12x: not stopped: the header says runs ls's "ok" / "exit N" as well."""
-    from nodeweave.cluster.dashboard import run_state
+    from nodeweave.cli.dashboard import run_page
     from nodeweave.runs.history import RunEntry
 
     folder, data = _stopped_run(tmp_path)
     (folder / "stopped.json").unlink()
-    assert run_state(folder, data, None, None)["run"]["state"] == RunEntry(folder, "run", data).state == "exit 1"
+    assert run_page(folder, data, None, None)["run"]["state"] == RunEntry(folder, "run", data).state == "exit 1"
 
 
 # --- 3. a hint names only options the verb printing it takes --------------------------------------------------------
@@ -103,3 +104,102 @@ def test_3_a_hosts_hint_offers_only_options_of_the_verb_that_prints_it(tmp_path,
     assert "host" in said, said
     extra = hint_options(said, argv[0]) - options_of(command_of(argv[:1]))
     assert not extra, (said, extra)
+
+
+# --- 2. every CLI writer of a user's file or folder under the one write rule ---------------------------------------
+
+
+@pytest.mark.parametrize("appeared", ["another capture's folder", "a file of the user's"])
+def test_2_doctor_capture_claims_its_folder_and_keeps_what_appeared_meanwhile(tmp_path, monkeypatch, appeared):
+    """fix12a1: `doctor --capture DIR` checked DIR empty, then wrote into it: a second capture started at the same
+    moment (or a file the user put there meanwhile) was written over. The capture now claims DIR (its capture/
+    folder made exclusively, DIR read again) before it copies anything: the other writer's files are kept, and
+    this capture says so (ValueError: the CLI's exit 2)."""
+    from nodeweave.entrypoint import snapshot
+
+    dest = tmp_path / "cap"
+    dest.mkdir()
+    if appeared == "a file of the user's":
+        (dest / "notes.txt").write_text("mine\n")
+    else:
+        (dest / "capture").mkdir()
+        (dest / "capture" / "node.json").write_text('{"other": true}\n')
+    real = snapshot.os.listdir
+    calls = []
+
+    def listdir(path):  # the emptiness check ran before the other writer's files appeared
+        calls.append(path)
+        return [] if len(calls) == 1 else real(path)
+
+    monkeypatch.setattr(snapshot.os, "listdir", listdir)
+    with pytest.raises(ValueError) as said:
+        snapshot.capture(str(dest))
+    assert str(dest) in str(said.value) and "kept" in str(said.value), said.value
+    if appeared == "a file of the user's":
+        assert sorted(p.name for p in dest.iterdir()) == ["notes.txt"] and (dest / "notes.txt").read_text() == "mine\n"
+    else:
+        assert sorted(p.name for p in dest.iterdir()) == ["capture"]
+        assert [p.name for p in (dest / "capture").iterdir()] == ["node.json"]
+        assert (dest / "capture" / "node.json").read_text() == '{"other": true}\n'
+
+
+def test_2_doctor_capture_two_at_once_one_wins_the_other_exit_2(tmp_path):
+    """fix12a1: two `doctor --capture DIR` into one new folder, started together: one writes the capture (exit 0),
+    the other exits 2 in one line (its claim taken by the first, or the folder found not empty): never both."""
+    import subprocess
+
+    import cli_run
+
+    dest = tmp_path / "cap"
+    procs = [cli_run.popen([*cli_run.NODEWEAVE, "doctor", "--capture", str(dest)], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    done = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in done)
+    assert codes == [0, 2], done
+    refused = next(err for code, _, err in done if code == 2)
+    assert refused.startswith("nodeweave: error: --capture") and "Traceback" not in refused, refused
+    assert len(refused.strip().splitlines()) == 1, refused
+
+
+def _render_plan(out: Path):
+    from nodeweave.rendering.plan import render_phase
+
+    files = {"compose/node.yaml": "# Rendered by nodeweave\nservices: {}\n", "compose/hosts": "a\nb\n"}
+    return render_phase(files, out, job="job", targets=("compose",))
+
+
+def test_2_render_keeps_a_file_that_appeared_after_its_plan(tmp_path):
+    """fix12a1: `render --out DIR` planned a path new, and a file made there before the write (a second render at
+    the same moment, the user's own) was replaced by the rename. A planned-new file now takes its name only while it
+    is free: exit 2 naming it, the file kept, nothing else written (all or none)."""
+    from nodeweave.errors import UsageError
+    from nodeweave.rendering.plan import write_rendered
+
+    out = tmp_path / "out"
+    out.mkdir()
+    phase = _render_plan(out)
+    assert {f.path: f.status for f in phase.files} == {"compose/node.yaml": "new", "compose/hosts": "new"}
+    (out / "compose").mkdir()
+    (out / "compose" / "hosts").write_text("my own hosts\n")
+    with pytest.raises(UsageError) as said:
+        write_rendered(phase)
+    assert "compose/hosts" in str(said.value) and "kept" in str(said.value), said.value
+    assert (out / "compose" / "hosts").read_text() == "my own hosts\n"
+    assert sorted(p.name for p in (out / "compose").iterdir()) == ["hosts"]
+    assert not (out / ".nodeweave").exists() or not any((out / ".nodeweave").glob("rendered.json"))
+
+
+def test_2_render_refuses_a_folder_holding_files_it_did_not_write(tmp_path):
+    """fix12a1 (judged): a render replaces its own earlier files by design; a file at one of its paths that it did
+    not write (no header, not in its record) is refused at plan time, and nothing is written."""
+    from nodeweave.rendering.plan import write_rendered
+
+    out = tmp_path / "out"
+    (out / "compose").mkdir(parents=True)
+    (out / "compose" / "hosts").write_text("my own hosts\n")
+    phase = _render_plan(out)
+    assert {f.path: f.status for f in phase.files}["compose/hosts"] == "refused"
+    with pytest.raises(ValueError):
+        write_rendered(phase)
+    assert (out / "compose" / "hosts").read_text() == "my own hosts\n"
+    assert not (out / "compose" / "node.yaml").exists()
