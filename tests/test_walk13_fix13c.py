@@ -203,3 +203,200 @@ def test_2_render_refuses_a_folder_holding_files_it_did_not_write(tmp_path):
         write_rendered(phase)
     assert (out / "compose" / "hosts").read_text() == "my own hosts\n"
     assert not (out / "compose" / "node.yaml").exists()
+
+
+# --- 1. a multi-node verb interrupted mid-way says where each node stood ---------------------------------------------
+
+
+def _nodes(count: int):
+    from nodeweave.plan import NodeCommand
+
+    return tuple(NodeCommand(f"node-{i}", f"podman:job-{i}", ("true",)) for i in range(count))
+
+
+class _Stopped:
+    """A phase's work that reaches some nodes, then meets the Ctrl-C."""
+
+    def __init__(self, done=(), partial=(), failed=()):
+        self.done, self.partial, self.failed = done, partial, failed
+
+    def __call__(self, phase):
+        from nodeweave import nodeprogress
+
+        for name in self.done:
+            nodeprogress.mark(name, nodeprogress.DONE)
+        for name in self.failed:
+            nodeprogress.mark(name, nodeprogress.FAILED)
+        for name in self.partial:
+            nodeprogress.mark(name, nodeprogress.PARTIAL)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("verb", ["sync", "stop"])
+def test_1_an_interrupted_phase_on_many_nodes_says_each_nodes_state_and_what_again_does(tmp_path, capsys, verb):
+    """walk12c C15: Ctrl-C while `nodeweave sync` sent to several nodes said it was interrupted, not what each node
+    got. The executor's interrupted line now says, per node, done / partial / not started (grouped, as ranges) and
+    what running the verb again does."""
+    from nodeweave.cluster.execute import Execution, execute
+    from nodeweave.plan import Plan, StopPhase, SyncPhase
+
+    nodes = _nodes(10)
+    work = _Stopped(done=["node-0", "node-1", "node-2", "node-3"], partial=["node-4", "node-5"], failed=["node-9"])
+    if verb == "sync":
+        phase = SyncPhase("send . to /ws on every node", nodes=nodes)
+
+        class Syncs:
+            sync = staticmethod(work)
+        job = Execution(tmp_path, print, syncs=Syncs())
+    else:
+        phase = StopPhase("stop the run on every node", nodes=nodes)
+        job = Execution(tmp_path, print)
+        job.stop = work
+    with pytest.raises(KeyboardInterrupt):
+        execute(Plan(verb, "podman", (phase,)), job)
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"nodeweave: interrupted: {verb} stopped at step 1 of 1"), line
+    assert "done: node-0 .. node-3; failed: node-9; partial: node-4, node-5; not started: node-6 .. node-8" in line
+    assert f"`nodeweave {verb}` again" in line and len(line.splitlines()) == 1, line
+
+
+def test_1_the_states_stay_one_short_line_at_thousands_of_nodes():
+    """walk12c C15 at scale: 4,096 nodes in three states read as three ranges, not 4,096 names."""
+    from nodeweave import nodeprogress
+
+    names = [f"node-{i}" for i in range(4096)]
+    nodeprogress.begin(names)
+    try:
+        for name in names[:1000]:
+            nodeprogress.mark(name, nodeprogress.DONE)
+        for name in names[1000:1010]:
+            nodeprogress.mark(name, nodeprogress.PARTIAL)
+        for name in names[1010::2]:  # every other one: ranges do not join; the first ones and a count
+            nodeprogress.mark(name, nodeprogress.FAILED)
+        said = nodeprogress.said()
+    finally:
+        nodeprogress.clear()
+    assert said.startswith("per node, where each stood: done: node-0 .. node-999; failed: node-1010, "), said
+    assert "partial: node-1000 .. node-1009" in said and "more" in said and len(said) < 400, said
+
+
+def test_1_local_steps_cut_by_ctrl_c_leave_the_rest_not_started(monkeypatch):
+    """walk12c C15 (up and down on hosts: one step per host): a Ctrl-C while the steps run cancels those not begun
+    (the pool used to start every queued one before it ended) and each step's state is known."""
+    import time
+
+    from nodeweave import nodeprogress, steps
+    from nodeweave.steps import Step
+
+    def execute(step):
+        if step.what.endswith("0"):
+            return "ok"
+        if step.what.endswith("1"):
+            time.sleep(0.2)
+            raise KeyboardInterrupt
+        time.sleep(0.5)
+        return "ok"
+
+    monkeypatch.setattr(steps, "execute", execute)
+    planned = [Step(f"start node {i} on gpu{i}", ("true",)) for i in range(8)]
+    nodeprogress.begin([s.what for s in planned], "step")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            steps.execute_all(planned, jobs=3)
+        states = dict(nodeprogress.snapshot())
+    finally:
+        nodeprogress.clear()
+    assert states["start node 0 on gpu0"] == "done" and states["start node 1 on gpu1"] == "partial", states
+    # 2 and 3 were running (the pool waits for them), a freed worker may take 4 before the cancel: 5 .. 7 never begin
+    assert [states[f"start node {i} on gpu{i}"] for i in range(5, 8)] == ["not started"] * 3, states
+
+
+def test_1_sync_marks_each_target_as_its_live_table_moves():
+    """walk12c C15: sync's progress (the live table's stages) is where each node stands: connect is nothing sent
+    yet, send/verify/retry partial, ok done, failed failed."""
+    from nodeweave import nodeprogress
+    from nodeweave.sync.display import _marking
+
+    class Target:
+        def __init__(self, label):
+            self.label = label
+
+    seen = []
+    update = _marking(lambda t, stage, fraction: seen.append((t.label, stage)))
+    nodeprogress.begin(["node-0", "node-1", "node-2", "node-3"])
+    try:
+        update(Target("node-0"), "ok", 1.0)
+        update(Target("node-1"), "send", 0.4)
+        update(Target("node-2"), "connect", 0.0)
+        states = dict(nodeprogress.snapshot())
+    finally:
+        nodeprogress.clear()
+    assert states == {"node-0": "done", "node-1": "partial", "node-2": "nothing sent yet", "node-3": "not started"}
+    assert seen == [("node-0", "ok"), ("node-1", "send"), ("node-2", "connect")]
+
+
+def test_1_an_interrupted_exec_names_what_the_others_had_done():
+    """walk12c C15 (exec): the Ctrl-C line named the nodes where the command was stopped, not those where it had
+    ended already; now it says those with their exits, and what running exec again does."""
+    from types import SimpleNamespace
+
+    from nodeweave.cluster.logs import AGAIN_EXEC, ended_before
+
+    nodes = [SimpleNamespace(name=f"node-{i}", index=i) for i in range(6)]
+    procs = [SimpleNamespace(returncode=code) for code in (0, 0, 0, 1, None, None)]
+    said = ended_before(nodes, procs, {4, 5})
+    assert said == "it had ended before the Ctrl-C on node-0 .. node-2 (exit 0), node-3 (exit 1)", said
+    assert "`nodeweave exec` again" in AGAIN_EXEC
+
+
+def test_1_up_or_down_in_one_step_asks_the_platform_what_each_node_is(tmp_path):
+    """walk12c C15 (local up/down: one compose step for every node): the line asks the platform (status's read) what
+    each node is now: "each node now: node-0 (running), node-1 (missing)"."""
+    from types import SimpleNamespace
+
+    from nodeweave.cluster.execute import Execution, interrupted_line
+    from nodeweave.plan import CommandsPhase, Plan
+    from nodeweave.steps import Step
+
+    nodes = [SimpleNamespace(name=f"node-{i}", index=i) for i in range(3)]
+    backend = SimpleNamespace(states=lambda asked: {0: SimpleNamespace(word="running"), 1: SimpleNamespace(
+        word="running"), 2: SimpleNamespace(word="missing")})
+    phase = CommandsPhase("take the nodes down", steps=(Step("stop and remove the node containers", ("true",)),))
+    line = interrupted_line(Plan("down", "podman", (phase,)), phase, 1,
+                            Execution(tmp_path, print, backend=backend, nodes=nodes))
+    assert "each node now: node-0 (running), node-1 (running), node-2 (missing)" in line, line
+    assert "`nodeweave down` again" in line, line
+
+
+def test_1_ctrl_c_on_exec_says_the_node_that_had_ended_and_what_again_does(tmp_path, monkeypatch):
+    """walk12c C15 (exec, live through a fake podman): node-0's command ends at once, node-1's runs on; a Ctrl-C
+    says node-1's was stopped (or where it may still run), node-0's had ended (exit 0), and what exec again does."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_run import NODEWEAVE, popen
+    from team_folder import make_job_folder
+    from test_walk10_fix10c1 import FAKE_PODMAN
+
+    make_job_folder(tmp_path, monkeypatch)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = FAKE_PODMAN.format(python=sys.executable, log=str(folder / "calls.jsonl")).replace(
+        '    time.sleep(float(args[-1]))',
+        '    if any(a.endswith("-0") for a in args):\n        sys.exit(0)\n    time.sleep(float(args[-1]))')
+    assert "sys.exit(0)" in fake
+    (folder / "podman").write_text(fake)
+    (folder / "podman").chmod(0o755)
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "NODEWEAVE_ENGINE": "podman"}
+    proc = popen([*NODEWEAVE, "exec", "--", "sleep", "30"], env={**os.environ, **env}, cwd=tmp_path,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    line = [line for line in err.splitlines() if "interrupted" in line][-1]
+    assert "node-1" in line and "it had ended before the Ctrl-C on node-0 (exit 0)" in line, err
+    assert "`nodeweave exec` again runs the command on every node again" in line, err
