@@ -102,7 +102,11 @@ class ClusterOptions:
         refuse_repeated_hosts(self.hosts)
         refuse_loopback_hosts(self.hosts)
         if target == "hosts" and not self.hosts:
-            raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
+            from nodeweave.failures import offered
+
+            raise UsageError("target hosts needs its hosts: " + (
+                "--host HOST (repeat, node 0 first) or --hosts-file FILE" if offered("--host") else
+                "the spec's hosts list (node 0 first), or `nodeweave up --target hosts --host HOST ...`"))
         remote_dir = self.remote_dir
         if remote_dir is not None:
             remote_dir = check_remote_dir(remote_dir)
