@@ -400,3 +400,25 @@ def test_1_ctrl_c_on_exec_says_the_node_that_had_ended_and_what_again_does(tmp_p
     line = [line for line in err.splitlines() if "interrupted" in line][-1]
     assert "node-1" in line and "it had ended before the Ctrl-C on node-0 (exit 0)" in line, err
     assert "`nodeweave exec` again runs the command on every node again" in line, err
+
+
+def test_4_runs_ls_show_and_compare_read_the_stopped_run_as_the_page_does(tmp_path, monkeypatch, capsys):
+    """fix12x: every reader of a stopped run's folder (runs ls, runs show, runs compare, the dashboard's page) says
+    the one state, never the run's own "exit 1"."""
+    import shutil
+
+    from cli_run import in_process as run_cli
+    from nodeweave.cli.dashboard import run_page
+
+    folder, data = _stopped_run(tmp_path, ["node-1"])
+    second = folder.with_name("20261130T230000Z-job")
+    shutil.copytree(folder, second)
+    monkeypatch.chdir(tmp_path)
+    state = run_page(folder, data, None, None)["run"]["state"]
+    assert state.startswith("stopped by nodeweave stop at 22:00:59 UTC: node-1"), state
+    code, out, err = run_cli(capsys, "runs", "ls", "--runs-dir", "runs", "-o", "json")
+    assert code == 0 and {r["state"] for r in json.loads(out)} == {state}, out + err
+    code, out, err = run_cli(capsys, "runs", "show", folder.name, "--runs-dir", "runs", "-o", "json")
+    assert code == 0 and json.loads(out)["state"] == state, out + err
+    code, out, err = run_cli(capsys, "runs", "compare", folder.name, second.name, "--runs-dir", "runs", "-o", "json")
+    assert code == 0 and {r["state"] for r in json.loads(out)["runs"]} == {state}, out + err
