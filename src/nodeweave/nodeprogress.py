@@ -60,7 +60,7 @@ def _names(names: List[str]) -> str:
     parts = ranges(names, sep="\0").split("\0")
     if len(parts) <= MOST_PARTS:
         return ", ".join(parts)
-    return f"{', '.join(parts[:MOST_PARTS])} and {len(names) - sum(1 for _ in parts[:MOST_PARTS])}+ more"
+    return f"{', '.join(parts[:MOST_PARTS])}, ... ({len(names)} in all)"
 
 
 def said() -> str:
