@@ -163,8 +163,17 @@ def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_pat
 
 
 def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_path):
-    with pytest.raises(UsageError, match="--remote-dir"):
+    """--remote-dir is offered to a verb that has it (up); outside a command (and to doctor --cluster) only the
+    spec's workspace.host_path is (left12c: the hint offers the running verb's options only)."""
+    from typer._click import Context
+
+    from test_left12c import command_of
+
+    with Context(command_of(["up"])), pytest.raises(UsageError, match="--remote-dir"):
         backend(spec_path, target="hosts", hosts=("gpu01",))
+    with pytest.raises(UsageError, match="workspace.host_path") as said:
+        backend(spec_path, target="hosts", hosts=("gpu01",))
+    assert "--remote-dir" not in str(said.value)
 
 
 def write_planned(files, spec_path):

@@ -7,7 +7,9 @@ with ``--force``, and only when it is of the option's kind). A file that appeare
 or init writing the same name, started in another terminal) was then replaced silently, and both printed "wrote X"
 (walk12 A21, A22, A23). The write itself now holds the rule: the whole file is written beside the target under a
 temporary name and linked into place, which fails when the name is taken; only a writer allowed to replace
-(``--force``, judged again at that moment) renames over it.
+(``--force``, judged again at that moment) renames over it. ``render --out`` (``rendering.plan.write_all``: a file
+planned new is linked into place only while its name is free) and ``doctor --capture DIR`` (``entrypoint.snapshot
+.claim``: its ``capture/`` folder made exclusively before anything is copied) hold the same rule (fix13c).
 """
 
 from __future__ import annotations

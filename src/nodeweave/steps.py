@@ -72,14 +72,33 @@ def execute_all(steps: Sequence[Step], jobs: int = 16) -> List["subprocess.Compl
         return []
     from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which no plan or dry run needs
 
+    from nodeweave import nodeprogress
+
+    def marked(step: Step) -> "subprocess.CompletedProcess[str]":  # where each step stood, for a Ctrl-C's line
+        nodeprogress.mark(step.what, nodeprogress.PARTIAL)
+        try:
+            done = execute(step)
+        except KeyboardInterrupt:  # cut part-way
+            raise
+        except BaseException:
+            nodeprogress.mark(step.what, nodeprogress.FAILED)
+            raise
+        nodeprogress.mark(step.what, nodeprogress.DONE)
+        return done
+
     results, errors = [], []
     with ThreadPoolExecutor(max_workers=min(jobs, len(steps))) as pool:
-        futures = [pool.submit(execute, step) for step in steps]
-        for future in futures:
-            try:
-                results.append(future.result())
-            except NodeweaveError as err:
-                errors.append(err)
+        futures = [pool.submit(marked, step) for step in steps]
+        try:
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except NodeweaveError as err:
+                    errors.append(err)
+        except KeyboardInterrupt:  # the steps not begun stay so (the pool would start them all before it ends)
+            for future in futures:
+                future.cancel()
+            raise
     if errors:
         raise NodeweaveError("; ".join(str(e) for e in errors), errors[0].exit_code)
     return results

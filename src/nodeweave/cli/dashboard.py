@@ -85,7 +85,7 @@ def dashboard_command(
         problems = record_problems(folder)
         for problem in problems:  # here and on the page: nothing of a damaged record is shown, and why is said
             typer.echo(f"nodeweave: warning: {folder.name}/{problem}", err=True)
-        fixed = dashboard.run_state(folder, data, timeline, book, heat, problems)
+        fixed = run_page(folder, data, timeline, book, heat, problems)
         document, source = (lambda: fixed), f"the run folder {folder}"
     else:
         from nodeweave.cluster.top import ask_live
@@ -197,3 +197,12 @@ def exposure_warning(bind: str) -> str:
 
 def register(app: typer.Typer) -> None:
     app.command("dashboard")(dashboard_command)
+
+
+def run_page(folder, data: dict, timeline, book, heat=None, problems=()) -> dict:
+    """A finished run's page document, its header's state read as `runs ls`/`runs show` read it
+    (``RunEntry.state``): a run `nodeweave stop` ended says stopped, not the run's own "exit 1" (fix12x)."""
+    from nodeweave.cluster import dashboard
+    from nodeweave.runs.history import RunEntry
+
+    return dashboard.run_state(folder, data, timeline, book, heat, list(problems), RunEntry(folder, "run", data).state)

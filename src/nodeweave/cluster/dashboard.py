@@ -209,10 +209,11 @@ def run_heat(summary: Optional[dict]) -> dict:
 
 
 def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional[dict],
-              heat: Optional[dict] = None, problems: Optional[list] = None) -> dict:
+              heat: Optional[dict] = None, problems: Optional[list] = None, state: Optional[str] = None) -> dict:
     """The same document for a finished run's folder: its nodes' exits, generations, goodput, and the heat map of
     node 0's bounded summary (``heat.json``; the rank table and the rates were node 0's memory: a folder keeps
-    neither); ``problems``: why a record of the folder is not shown (the page's banner says each)."""
+    neither); ``problems``: why a record of the folder is not shown (the page's banner says each); ``state``: the
+    run's state as ``runs ls`` reads it (``runs.history.RunEntry.state``; the page's header shows it)."""
     from nodeweave.cluster.stop import stopped_by, stopped_nodes
     from nodeweave.entrypoint.metrics.goodput import account
 
@@ -236,6 +237,7 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
                     "asked_at": None, "read_at": None, "live": live, "run": {
                         "id": folder.name, "command": data.get("command"), "started": data.get("started"),
                         "seconds": data.get("seconds"), "exit_code": data.get("exit_code"),
+                        "state": state,  # runs ls/show's one reading of the run (fix13c: not its own "exit 1")
                         "summary": data.get("summary")},
                     "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": run_heat(heat)})
 

@@ -140,23 +140,41 @@ def execute(plan: Plan, job: Execution) -> Execution:
     record(plan)
     for line in plan.notes:
         job.say(line)
+    from nodeweave import nodeprogress
+
     known: Dict[str, str] = {}
     for number, phase in enumerate(plan.phases, 1):
         BEGUN.append(plan.verb)  # from here a Ctrl-C is said by the phase (interrupted_line), not as an early one
+        bound = phase.bound(known)
+        nodeprogress.begin(*progress_names(bound))
         try:
-            made = phase.bound(known).run(job)
+            made = bound.run(job)
         except KeyboardInterrupt:
-            said = interrupted_line(plan, phase, number)
+            said = interrupted_line(plan, bound, number, job)
             if said:
                 import sys
 
                 print(f"nodeweave: {said}", file=sys.stderr, flush=True)
             raise
+        finally:
+            nodeprogress.clear()
         if isinstance(phase, AllocatePhase):  # the placeholders' values it made known
             known.update(made)
         elif made is not None:
             job.outcomes.setdefault(phase.kind, []).append(made)
     return job
+
+
+def progress_names(phase) -> "tuple[list[str], str]":
+    """The names a phase's work marks as it goes (``nodeprogress``) and what they are: its nodes (sync, stop, exec),
+    or its local steps where there are several (``up``/``down`` on hosts: one per host); none for the rest."""
+    nodes = getattr(phase, "nodes", None)
+    if nodes and all(hasattr(n, "node") for n in nodes):
+        return [n.node for n in nodes], "node"
+    steps = getattr(phase, "steps", None) if isinstance(phase, CommandsPhase) else None
+    if steps and len(steps) > 1:
+        return [step.what for step in steps], "step"
+    return [], "node"
 
 
 # The phases whose verb says its own words on Ctrl-C (run's and check's "interrupted: stopping every node", exec's
@@ -167,6 +185,10 @@ AFTER_INTERRUPT = {
     "up": "what it started may be half made; `nodeweave status` shows it, `nodeweave down` takes it down, "
           "`nodeweave up` again starts the rest",
     "down": "some of the job may still be up; `nodeweave status` shows it, `nodeweave down` again takes the rest down",
+    "sync": "`nodeweave sync` again finishes it: it sends each node only what differs from the source (a done "
+            "node's copy is left as it is, a partial one completed; each file is replaced whole, never half-written)",
+    "stop": "a node not stopped may still be running its run; `nodeweave status` shows it, `nodeweave stop` again "
+            "stops what is left (a node already stopped says so)",
 }
 
 
@@ -175,14 +197,53 @@ AFTER_INTERRUPT = {
 BEGUN: List[str] = []
 
 
-def interrupted_line(plan: Plan, phase, number: int) -> str:
-    """"interrupted: VERB stopped at step N of M (WHAT); what is left and what works", or "" where the phase's own
-    words say it."""
+def interrupted_line(plan: Plan, phase, number: int, job: Optional[Execution] = None) -> str:
+    """"interrupted: VERB stopped at step N of M (WHAT); where each node stood; what is left and what works", or ""
+    where the phase's own words say it."""
     if phase.kind in SAYS_ITS_OWN:
         return ""
     what = phase.what or phase.kind
     after = AFTER_INTERRUPT.get(plan.verb, f"the steps before it are done; `nodeweave {plan.verb}` again finishes it")
-    return f"interrupted: {plan.verb} stopped at step {number} of {len(plan.phases)} ({what}); {after}"
+    from nodeweave import nodeprogress
+
+    where = nodeprogress.said()  # each node's (or step's) state in that phase (walk12c C15), grouped, as ranges
+    if not where and job is not None and plan.verb in ASKED_AFTER and isinstance(phase, CommandsPhase):
+        where = platform_now(job)  # one step for every node (compose, kubectl apply): the platform is asked
+    return (f"interrupted: {plan.verb} stopped at step {number} of {len(plan.phases)} ({what})"
+            + (f"; {where}" if where else "") + f"; {after}")
+
+
+ASKED_AFTER = ("up", "down")  # one step acts on every node: a Ctrl-C's line asks the platform what each is now
+ASK_S = 10.0  # at most this long; a second Ctrl-C stops asking
+
+
+def platform_now(job: Execution) -> str:
+    """"each node now: node-0 (running), node-1 (missing)" as the platform answers (``backend.states``, what
+    ``status`` reads), grouped as ranges; "" when it cannot say within :data:`ASK_S` seconds."""
+    import threading
+
+    from nodeweave.entrypoint.nodelists import noted_ranges
+
+    backend, found = job.backend, {}
+
+    def ask() -> None:
+        try:
+            nodes = list(job.nodes) or list(backend.nodes())
+            seen = backend.states(nodes)
+            found["pairs"] = [(n.name, seen[n.index].word if n.index in seen else "no answer") for n in nodes]
+        except Exception:  # noqa: BLE001 - the line is said without it; the Ctrl-C is what is reported
+            pass
+
+    if backend is None or not hasattr(backend, "states"):
+        return ""
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    try:
+        asking.join(ASK_S)
+    except KeyboardInterrupt:
+        return ""
+    pairs = found.get("pairs")
+    return f"each node now: {noted_ranges(pairs)}" if pairs else ""
 
 
 def record(plan: Plan) -> None:

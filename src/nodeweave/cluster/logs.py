@@ -301,7 +301,10 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
         named = [nodes[i] for i in sorted(cut)]
         found = end_on_nodes(named, [stoppers[i] for i in sorted(cut)]) if stoppers and named else {}
         said = ended_line(named, found, command, "stopped") if named else ""
-        raise NodeweaveError(f"interrupted: {said}" if said else "interrupted", EXIT_INTERRUPTED) from None
+        before = ended_before(nodes, procs, cut)  # what the others had done (walk12c C15: every node's state)
+        said = "; ".join(part for part in (said, before) if part)
+        raise NodeweaveError((f"interrupted: {said}" if said else "interrupted") + "; " + AGAIN_EXEC,
+                             EXIT_INTERRUPTED) from None
     found = end_on_nodes([nodes[i] for i in sorted(cut)], [stoppers[i] for i in sorted(cut)]) if stoppers and cut \
         else {}
     results = [NodeResult(node, None if i in cut or node.index not in ended else proc.returncode,
@@ -317,6 +320,19 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
 
 
 TAIL_LINES = 200  # a node's last lines kept for its failure's cause (past torchrun's ChildFailedError frames)
+
+
+AGAIN_EXEC = "`nodeweave exec` again runs the command on every node again (`--node N` picks some)"
+
+
+def ended_before(nodes: List[Node], procs, cut: "set[int]") -> str:
+    """"it had ended before the Ctrl-C on node-0 .. node-2 (exit 0), node-3 (exit 1)": the nodes whose command ended
+    on its own, with their exits grouped as ranges (noted_ranges); "" when none had."""
+    from nodeweave.entrypoint.nodelists import noted_ranges
+
+    ended = [(node.name, f"exit {proc.returncode}") for i, (node, proc) in enumerate(zip(nodes, procs))
+             if i not in cut and proc.returncode is not None]
+    return f"it had ended before the Ctrl-C on {noted_ranges(ended)}" if ended else ""
 
 
 def end_on_nodes(nodes: List[Node], stoppers: List[List[str]]) -> "dict[int, str]":

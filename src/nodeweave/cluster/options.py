@@ -102,7 +102,11 @@ class ClusterOptions:
         refuse_repeated_hosts(self.hosts)
         refuse_loopback_hosts(self.hosts)
         if target == "hosts" and not self.hosts:
-            raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
+            from nodeweave.failures import offered
+
+            raise UsageError("target hosts needs its hosts: " + (
+                "--host HOST (repeat, node 0 first) or --hosts-file FILE" if offered("--host") else
+                "the spec's hosts list (node 0 first), or `nodeweave up --target hosts --host HOST ...`"))
         remote_dir = self.remote_dir
         if remote_dir is not None:
             remote_dir = check_remote_dir(remote_dir)
@@ -259,8 +263,11 @@ def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0, recovery: b
         return
     wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
     also = f" and recovery.spares: {spares}" if spares else ""
+    from nodeweave.failures import offered
+
+    where = ("--host or --hosts-file" if offered("--host") else "the spec's hosts list")  # left12c: doctor has none
     raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes}{also} ({ranges(hosts)}); give {wanted} "
-                     "(--host or --hosts-file, node 0 first, the spares last), or change the spec's nodes")
+                     f"({where}, node 0 first, the spares last), or change the spec's nodes")
 
 
 def state_path(spec_path: Path, name: str) -> Path:

@@ -33,7 +33,15 @@ def stop_runs(phase, out) -> List[dict]:
         except (ValueError, IndexError):
             return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
 
-    reports = fan_out(stop, [n.argv for n in phase.nodes])
+    from nodeweave import nodeprogress
+
+    def marked(node):  # where each node's stop stood, for a Ctrl-C's line (walk12c C15)
+        nodeprogress.mark(node.node, nodeprogress.PARTIAL)
+        report = stop(node.argv)
+        nodeprogress.mark(node.node, nodeprogress.FAILED if report.get("error") else nodeprogress.DONE)
+        return report
+
+    reports = fan_out(marked, list(phase.nodes))
     for step in phase.steps:  # a Slurm run step the entrypoints' stop did not end (planned when every node is asked)
         out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)

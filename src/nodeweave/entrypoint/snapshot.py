@@ -151,11 +151,35 @@ def tool_text(argv, env):
     return out.stdout if out.returncode == 0 else f"{argv[0]} exited {out.returncode}: {out.stderr.strip()}\n"
 
 
+CLAIM = "capture"  # the capture's own folder inside DEST, made first and exclusively: the folder is this capture's
+
+
+def claim(dest):
+    """Take ``dest`` (new or found empty) for this capture before anything is copied, nothing a user owns written
+    over (the CLI's one write rule, nodeweave.newfile): its ``capture/`` folder made exclusively (a second capture into
+    the same folder started at the same moment fails here, exit 2, and writes nothing), then ``dest`` read again
+    (a file another writer put there after the emptiness check: this capture's folder taken back, ValueError)."""
+    os.makedirs(dest, exist_ok=True)
+    info = os.path.join(dest, CLAIM)
+    try:
+        os.mkdir(info)
+    except FileExistsError:
+        raise ValueError(f"{dest}: another capture began writing into it after this one started; it is kept as it "
+                         "is: give a new or empty folder") from None
+    others = sorted(set(os.listdir(dest)) - {CLAIM})
+    if others:
+        os.rmdir(info)
+        raise ValueError(f"{dest}: {others[0]!r}{' and more' if len(others) > 1 else ''} appeared there after this "
+                         "capture started (another writer?); nothing was written and it is kept: give a new or empty "
+                         "folder")
+
+
 def capture(dest, env=None, note=""):
     """Write the capture of this machine to ``dest`` (a new or empty folder); returns the provenance."""
     env = dict(os.environ) if env is None else dict(env)
     if os.path.exists(dest) and os.listdir(dest):
         raise ValueError(f"{dest} is not empty; the capture goes into a new or empty folder")
+    claim(dest)
     node, seen = recording(lambda: detect_node(env))
     dest = os.path.abspath(dest)
     for path, kinds in sorted(seen.items()):

@@ -52,9 +52,12 @@ def write_rendered(phase: RenderFilesPhase) -> None:
     note_root_writes(out, "the rendered files")
     recorded = {path: record.Entry(sha256, target, job) for path, sha256, target, job in phase.recorded}
     changes: "list[tuple[Path, bytes | None]]" = []  # (target, new bytes; None: remove it)
+    fresh = set()  # planned new: taken only while still free at the moment of writing (newfile's rule)
     for item in phase.files:
         target = out / item.path
         if item.status in ("new", "changed", "unchanged"):
+            if item.status == "new":
+                fresh.add(target)
             if item.status != "unchanged":
                 changes.append((target, item.content))
             recorded[item.path] = record.Entry(item.sha256, item.target, phase.job)
@@ -74,11 +77,24 @@ def write_rendered(phase: RenderFilesPhase) -> None:
         ignore = (out / record.RECORD).parent / ".gitignore"  # the record is nodeweave's, never committed
         if not ignore.exists():
             changes.append((ignore, GITIGNORE.encode("utf-8")))
-    write_all(changes)
+            fresh.add(ignore)
+    from nodeweave.newfile import Taken
+
+    try:
+        write_all(changes, fresh)
+    except Taken as taken:  # two renders into one folder at once, or a file of the user's made meanwhile
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"--out {out}: {Path(str(taken)).relative_to(out)} appeared there after this render "
+                         "started (another render, or a file of yours, made meanwhile); it is kept and nothing was "
+                         "written: `nodeweave render` again judges it") from None
 
 
-def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
-    """Each ``(target, bytes)`` written and each ``(target, None)`` removed, all or none (see write_rendered)."""
+def write_all(changes: "list[tuple[Path, bytes | None]]", fresh: "set[Path] | frozenset" = frozenset()) -> None:
+    """Each ``(target, bytes)`` written and each ``(target, None)`` removed, all or none (see write_rendered).
+    ``fresh``: targets planned new, linked into place only while the name is still free (``newfile.Taken``
+    otherwise, everything put back): a file that appeared after the plan (a second render at the same moment, the
+    user's own) is never replaced (fix13c: the one write rule, ``nodeweave.newfile``)."""
     import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
 
     made: List[Path] = []  # folders this call created, outermost first
@@ -91,7 +107,10 @@ def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
                 continue
             for folder in reversed([target.parent, *target.parent.parents]):
                 if not folder.exists():
-                    folder.mkdir()
+                    try:
+                        folder.mkdir()
+                    except FileExistsError:  # another writer made it meanwhile: theirs, never taken back
+                        continue
                     made.append(folder)
             fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             staged.append((target, Path(temp)))
@@ -101,6 +120,11 @@ def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
             os.chmod(temp, mode | 0o111 if data.startswith(b"#!") else mode)  # a program: runnable as it is
         for target, temp in staged:
             old = None
+            if temp is not None and target in fresh:
+                _link_new(temp, target)
+                aside.append((target, None))
+                temp.unlink(missing_ok=True)
+                continue
             if target.exists() or target.is_symlink():
                 old = target.with_name(f".{target.name}.{os.getpid()}.old")
                 os.replace(target, old)
@@ -113,6 +137,28 @@ def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
     for _, old in aside:
         if old is not None:
             old.unlink(missing_ok=True)
+
+
+def _link_new(temp: Path, target: Path) -> None:
+    """``temp`` at ``target`` only if that name is free (a hard link; where the file system has none, an exclusive
+    create, then the rename): ``newfile.Taken`` when it is taken."""
+    import errno
+
+    from nodeweave.newfile import Taken
+
+    try:
+        os.link(temp, target)
+        return
+    except FileExistsError:
+        raise Taken(str(target)) from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+            raise
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise Taken(str(target)) from None
+    os.replace(temp, target)
 
 
 def _put_back(staged, aside, made) -> None:

@@ -153,7 +153,7 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
     if special:
         console.print(special, style="yellow", markup=False, highlight=False, soft_wrap=True)
     with LiveTargets(list(req.targets), console) as live:
-        results, digest = (run_check if req.options.check else run_sync)(req, live.update)
+        results, digest = (run_check if req.options.check else run_sync)(req, _marking(live.update))
     cut = None if req.options.dry_run else _cut_off(results, req.options.check)
     if as_data:
         _emit(as_document(req, results, digest), fmt)
@@ -174,6 +174,25 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
             console.print(f"relay: {r.target.label} was sent the payload {r.relay}", style="yellow", highlight=False,
                           soft_wrap=True)
     _raise_on_failure(req, results)
+
+
+def _marking(update):
+    """``update`` (the live table's), each target's stage also kept as where it stands (``nodeprogress``: what a
+    Ctrl-C's line says of each node, walk12c C15): ended ok, failed, reached with nothing sent, or part-way."""
+    from nodeweave import nodeprogress
+
+    def marked(target, stage: str, fraction: float) -> None:
+        if fraction >= 1.0 and stage in ("ok", "dry-run"):
+            state = nodeprogress.DONE
+        elif fraction >= 1.0 and stage in ("failed", "mismatch"):
+            state = nodeprogress.FAILED
+        elif stage == "connect":
+            state = nodeprogress.WAITING
+        else:  # sending, from a relay, being checked, waiting to be retried
+            state = nodeprogress.PARTIAL
+        nodeprogress.mark(target.label, state)
+        update(target, stage, fraction)
+    return marked
 
 
 def _emit(document: dict, fmt: str) -> None:

@@ -76,10 +76,16 @@ class HostsCluster(Backend):
             return posixpath.normpath(host_path)
         if host_path.startswith("~/"):  # each host's own home, as --remote-dir '~/DIR' (walk5, W59: the LAN example)
             return check_remote_dir(host_path, "workspace.host_path")
-        raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
-                         "--remote-dir /ABSOLUTE/PATH or --remote-dir '~/DIR' (quoted: under each host's home), the "
-                         "workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends "
-                         "the code), or set workspace.host_path to one of those")
+        from nodeweave.failures import offered
+
+        what = ("the workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends the "
+                "code)")
+        if offered("--remote-dir"):  # a verb without it (doctor --cluster) is told the spec's field only (left12c)
+            raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
+                             f"--remote-dir /ABSOLUTE/PATH or --remote-dir '~/DIR' (quoted: under each host's home), "
+                             f"{what}, or set workspace.host_path to one of those")
+        raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; set it to an "
+                         f"absolute path or '~/DIR' (under each host's home), {what}")
 
     def grow_hint(self, count: int) -> str:
         return f"list {count} hosts (--host, --hosts-file or the spec's hosts) and `nodeweave up` again"

@@ -49,6 +49,8 @@ def _rounds(req: SyncRequest, src: Source, targets: "list[Remote]",
                 if job.error is not None and job.error.transient and attempt <= req.options.retries:
                     retry.append(job.target)
                     on_progress(job.target, f"retry in {delay:.0f}s: {str(job.error)[:60]}", 0.0)
+                else:  # this target's end, as each round ends (a Ctrl-C in a later round says it is done)
+                    on_progress(job.target, job.result.status, 1.0)
         if not retry:
             break
         time.sleep(delay * (1 + random.random() / 4))
