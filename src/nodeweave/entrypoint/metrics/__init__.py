@@ -24,7 +24,8 @@ ARMED = []  # [settings, log, when] once ``__main__.run`` armed this process
 
 def arm(settings, log):
     """Remember the settings and when the entrypoint started (the run's launch: the check-in's wait is
-    start-up too); nothing more is imported or started until node 0 makes its first HubWatch."""
+    start-up too); nothing more is imported or started until node 0 begins its first gather (metrics on: the
+    server, showing the check-in) or makes its first HubWatch (the recorder)."""
     from ..checkin import GATHERS, HUB_WATCHES, LINK_WATCHES
 
     ARMED[:] = [settings, log, time.time()]
