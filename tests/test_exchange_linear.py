@@ -201,8 +201,8 @@ def test_status_of_a_small_job_still_lists_every_node():
     hub = hub_with(20)
     try:
         answer = hub.status()
-        # no verdict yet: node 0 is gathering, not running (walk11b B21)
-        assert len(answer["nodes"]) == 20 and answer["summary"]["states"] == {"gathering": 1, "running": 19}
+        # no verdict yet: node 0 is gathering, not running (walk11b B21), the nodes in checked in (walk12b B13)
+        assert len(answer["nodes"]) == 20 and answer["summary"]["states"] == {"gathering": 1, "checked in": 19}
     finally:
         hub.sock.close()
 

@@ -454,8 +454,11 @@ def test_status_says_who_trains_who_waits_and_who_is_not_in_yet():
         hub.peers.append(peer)
     hub.gathering = (4, 160.0, None)
     answer = hub.status(whole=True)
-    assert [n["state"] for n in answer["nodes"]] == ["gathering", "running", "spare (waiting)"], answer["nodes"]
-    assert answer["waiting"] == {"expected": 4, "not_in": [3], "deadline_in_s": 60.0}, answer
+    # a node in while node 0 gathers is "checked in" (its launcher waits for the verdict), and `waiting` counts the
+    # nodes in and says whether it is a regather: the object node 0's /status.json carries too (walk12b B13, fix13a)
+    assert [n["state"] for n in answer["nodes"]] == ["gathering", "checked in", "spare (waiting)"], answer["nodes"]
+    assert answer["waiting"] == {"expected": 4, "checked_in": 3, "not_in": [3], "deadline_in_s": 60.0,
+                                 "regather": False}, answer
     hub.verdict = {"rows": [], "recovery": {"generation": 3, "members": [0, 2], "spares": [], "left_out": {"1": 1}}}
     answer = hub.status(whole=True)
     assert answer["recovery"]["generation"] == 3 and "waiting" not in answer, answer

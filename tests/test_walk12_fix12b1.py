@@ -8,7 +8,8 @@
 - a process is an entrypoint of run ID by its program and its own --run-id; "no run" names a live one's
   TMPDIR elsewhere (B6);
 - a second start of a live node 0 is named at once, whichever of its ports it meets first (B12);
-- every reader of node 0's metrics port names a node 0 still gathering and --status (B13);
+- every reader of node 0's metrics port named a node 0 still gathering and --status (B13; fix13a serves while it
+  gathers, so none says it now);
 - a stop of node 0 holding no training slot is relayed as a training node 0's: Ctrl-C ends the job (B5).
 
 Each test fails on the code before its fix.
@@ -334,9 +335,10 @@ def _closed_port():
                                   ("entrypoint", "--node", "live")])
 def test_b13_nothing_at_the_metrics_port_names_a_node_0_still_gathering(tmp_path, argv):
     """B13: `top` said "nothing listens there ...; is node 0 running" to a node 0 that was running, gathering for
-    a node that never came (its /metrics start with the heartbeat, after the check-in); --status named the wait.
-    Every reader of node 0's metrics port (top, dashboard, --node live) names a node 0 still gathering and the
-    --status that says whom it waits for."""
+    a node that never came (its /metrics started with the heartbeat, after the check-in); --status named the wait.
+    fix12b1 named a node 0 still gathering in every reader's message; fix13a made node 0 serve from its first
+    gather on, the check-in in its picture (tests/test_walk13_fix13a.py), so nothing at the port is no gathering
+    node 0 any more and no reader (top, dashboard, --node live) says it may be."""
     from cli_run import home_beside
 
     port = _closed_port()
@@ -346,7 +348,8 @@ def test_b13_nothing_at_the_metrics_port_names_a_node_0_still_gathering(tmp_path
     else:
         run = cli_run.entrypoint(*argv[1:], "--port", str(port), env=dict(cli_run.CLEAN))
     said = run.stdout + run.stderr
-    assert run.returncode != 0 and "still gather" in said and "nodeweave-entrypoint --status" in said, said
+    assert run.returncode != 0 and "nothing" in said, said
+    assert "still gather" not in said and "end of its check-in" not in said, said
 
 
 # -- B5: a waiting node 0 (no training slot) stopped on purpose tells the others, as a training node 0 does --------

@@ -143,11 +143,33 @@ def _finite(value):
     return value
 
 
+def checkin_line(waiting: dict) -> str:
+    """Node 0's check-in while it gathers (``/status.json``'s ``waiting``) in words, as ``--status`` says it:
+    ``gathering: waiting for node 2, 589 s left (2 of 3 nodes in)`` (walk12b B13)."""
+    not_in = [str(node) for node in waiting.get("not_in") or []]
+    expected, checked = waiting.get("expected"), waiting.get("checked_in")
+    missing = expected - checked if isinstance(expected, int) and isinstance(checked, int) else len(not_in)
+    shown = ", ".join(not_in[:8])
+    more = max(0, missing - len(not_in[:8]))
+    who = ("node " if missing == 1 and len(not_in) == 1 else "nodes ") + shown + (f" and {more} more" if more else "")
+    left = waiting.get("deadline_in_s")
+    left = "" if not isinstance(left, (int, float)) else f", {left:.0f} s left"
+    count = f" ({checked} of {expected} nodes in)" if isinstance(expected, int) and isinstance(checked, int) else ""
+    if waiting.get("regather"):
+        return (f"regathering: waiting for {who} to check in again{left}{count}" if not_in else
+                f"regathering: every node expected is back{count}; node 0 decides the next generation")
+    return (f"gathering: waiting for {who}{left}{count}" if not_in else
+            f"gathering: every node in{count}; node 0 judges the check-in")
+
+
 def motion(live: Optional[dict]) -> dict:
-    """The header's word for the job, ``top``'s and the page's alike: ``said`` and its ``kind`` (good, bad). STALLED
-    where the stall watch says so; "moving" only while a node runs and a rank has been seen (walk9 A18, replay10:
-    "moving" was drawn above two nodes failed (exit 255) and no rank at all)."""
+    """The header's word for the job, ``top``'s and the page's alike: ``said`` and its ``kind`` (good, bad, wait).
+    While node 0 gathers, whom it waits for and how long (walk12b B13); STALLED where the stall watch says so;
+    "moving" only while a node runs and a rank has been seen (walk9 A18, replay10: "moving" was drawn above two
+    nodes failed (exit 255) and no rank at all)."""
     live = live or {}
+    if live.get("phase") == "gathering" and isinstance(live.get("waiting"), dict):
+        return {"said": checkin_line(live["waiting"]), "kind": "wait"}
     stall = (live.get("verdicts") or {}).get("stall")
     if stall:
         return {"said": f"STALLED {stall.get('where')} for {stall.get('for_s') or 0:.0f}s", "kind": "bad"}

@@ -199,11 +199,7 @@ def _url_failure(err: Exception) -> str:
         return f"HTTP {err.code} {err.reason}: node 0's metrics port answered with an error (node 0's log says more)"
     reason = getattr(err, "reason", None) or err
     if isinstance(reason, ConnectionRefusedError):
-        # node 0 listens once its check-in is over: while it gathers (a node that never comes, what a user opens top
-        # to see), the refusal is no sign it is down (walk12b B13)
-        said = ("nothing listens there (connection refused); node 0 serves it from the end of its check-in on: "
-                "while it still gathers (a node not come yet), `nodeweave-entrypoint --status` on a node (with "
-                "the job's --master-addr, --master-port and --rdzv-id) says which nodes it waits for")
+        said = "nothing listens there (connection refused)"  # node 0 serves from its check-in on (walk12b B13)
     elif isinstance(reason, (socket.timeout, TimeoutError)):
         said = "no answer in time"
     elif isinstance(reason, socket.gaierror):
@@ -292,7 +288,7 @@ def picture(live: dict, everything: bool = False, wide: bool = False) -> Group:
     elif live.get("step_note"):
         head.append(f"{live['step_note']}  ", style="yellow")
     said = motion(live)  # the page's header word too (walk9 A18: "moving" above failed nodes and no rank)
-    head.append(said["said"], style="bold red" if said["kind"] == "bad" else "green")
+    head.append(said["said"], style={"bad": "bold red", "wait": "bold yellow"}.get(said["kind"], "green"))
     every_node = live.get("nodes") or []
     # a waiting spare or left-out node (`spare (waiting)`, walk12 B1) is as healthy as a running one: not "worst"
     shown, left = _cut(every_node, everything, lambda n: (n.get("state") == "running" or str(n.get("state") or "")

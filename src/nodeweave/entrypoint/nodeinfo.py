@@ -306,9 +306,7 @@ def live(args, env):
     except (OSError, URLError) as err:
         why = getattr(err, "reason", None) or err
         return {"schema": NODE_SCHEMA, "live": None, "error": f"nothing answers at {url} ({why}): not node 0, no job "
-                "running, node 0 still gathering (it serves them from the end of its check-in on: "
-                "`nodeweave-entrypoint --status` says which nodes it waits for), or its metrics off "
-                "(NODEWEAVE_METRICS=off, the spec's metrics.enabled false)"}, EXIT_FAILURE
+                "running, or its metrics off (NODEWEAVE_METRICS=off, the spec's metrics.enabled false)"}, EXIT_FAILURE
     except ValueError as err:  # not JSON, or not UTF-8
         problem = f"not JSON ({err})"
     if problem:

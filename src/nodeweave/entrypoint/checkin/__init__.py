@@ -9,6 +9,8 @@ and ``..planning`` (the contract's allowances, the exchange's plan);
 ``session.py`` calls ``..core.build_plan`` lazily for ``--status``.
 """
 
+GATHERS = []  # callables told of every gather node 0 begins on its hub, when a heartbeat follows (metrics/: node 0
+# serves /metrics and /status.json from its first check-in on, showing whom it waits for; walk12b B13)
 HUB_WATCHES = []  # callables told of every heartbeat.HubWatch node 0 makes (metrics/: the job's live picture)
 LINK_WATCHES = []  # and of every LinkWatch another node makes; each returns what rides on its beats, or None
 # (metrics/: the node's GPU readings; ``LinkWatch.beat_extra``)

@@ -247,7 +247,7 @@ class Hub:
         from ..news import by_node, waiting
 
         for peer in sorted(self.peers, key=by_node):  # by node index, not by arrival (walk12 B1)
-            state = (waiting(peer) or "running") if peer.done is None else ended_state(peer.done)
+            state = (waiting(peer) or self.checked_in_state()) if peer.done is None else ended_state(peer.done)
             node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
             if self.verdict is not None and peer.done is None:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
@@ -256,13 +256,9 @@ class Hub:
         ranks = self.live_status(stacks) if self.live_status is not None else None
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
                   "summary": nodes_summary(nodes, self.verdict, (ranks or {}).get("stall"))}
-        gathering = getattr(self, "gathering", None)
-        if self.verdict is None and gathering is not None:  # which nodes node 0 still waits for, and how long
-            needed, deadline, wanted = gathering
-            present = {self.own_fp.get("rank")} | {peer.fp.get("rank") for peer in self.peers}
-            expected = sorted(wanted) if wanted is not None else list(range(needed))
-            answer["waiting"] = {"expected": len(expected), "not_in": [r for r in expected if r not in present][:64],
-                                 "deadline_in_s": round(max(0.0, deadline - now), 1)}
+        waiting_for = self.waiting()
+        if waiting_for is not None:  # which nodes node 0 still waits for, and how long
+            answer["waiting"] = waiting_for
         book = (self.verdict or {}).get("recovery")
         if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
             from ..news import left_out_now
@@ -278,6 +274,30 @@ class Hub:
         if ranks is not None:
             answer["ranks"] = ranks if whole else ranks_summary(ranks)
         return answer
+
+    def checked_in_state(self):
+        """A node in that is neither waiting nor ended: "checked in" while node 0 still gathers (its launcher waits
+        for the verdict; walk12b B13: --status called it "running" beside node 0 gathering), "running" after."""
+        return "checked in" if self.verdict is None else "running"
+
+    def waiting(self):
+        """Whom node 0 still waits for while it gathers, or None once its verdict is out (or before it gathers):
+        ``expected`` (the nodes the gather waits for: every node at the job's start, node 0 counted; the nodes of
+        the last generation at recovery's regather), ``checked_in`` (how many of them are in), ``not_in`` (the
+        first 64 not in yet, by node index), ``deadline_in_s`` (seconds until node 0 stops waiting) and
+        ``regather``. What ``--status`` and node 0's /status.json and /metrics say alike (walk12b B13). Read from
+        the metrics server's threads too: every collection is copied before it is read."""
+        gathering = getattr(self, "gathering", None)
+        if self.verdict is not None or gathering is None:
+            return None
+        needed, deadline, wanted = gathering
+        present = {self.own_fp.get("rank")} | {(peer.fp or {}).get("rank") for peer in list(self.peers)}
+        gone = dict(getattr(self, "gone_after_abort", None) or {})  # a regather no longer waits for these
+        expected = sorted(wanted) if wanted is not None else list(range(needed))
+        not_in = [rank for rank in expected if rank not in present and rank not in gone]
+        return {"expected": len(expected), "checked_in": sum(1 for rank in expected if rank in present),
+                "not_in": not_in[:64], "deadline_in_s": round(max(0.0, deadline - self.clock()), 1),
+                "regather": wanted is not None}
 
     def _drop(self, peer, why):
         self.board.release(peer)

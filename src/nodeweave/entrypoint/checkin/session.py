@@ -215,6 +215,11 @@ class CheckIn:
         whether a refusal did. With ``wanted`` (recovery's regather): those identities until ``deadline``;
         returns the ones that did not come."""
         hub, info = self.hub, self.plan.exchange
+        if info["heartbeat"]:  # the job will be watched: its live picture is up from here, the check-in in it
+            from . import GATHERS
+
+            for listener in GATHERS:
+                listener(hub)
         if wanted is not None:
             return hub.gather(needed, deadline, wanted=set(wanted))
         load_node_0_modules(info["heartbeat"])

@@ -11,9 +11,10 @@ common training loggers' lines) and ``goodput.py`` (the wall time split into
 buckets: pure, shared with ``nodeweave runs``). Reads the other rooms through
 their public surfaces only (the HubWatch and its stall watch, ``recovery.json``,
 the checkpoint finder, the output capture's seam ``capture.OUTPUT_LISTENERS``).
-``__main__.run`` calls :func:`arm`, which hangs :func:`hub_watch` and
-:func:`link_watch` on the check-in's seams ``checkin.HUB_WATCHES`` and
-``LINK_WATCHES`` (the package alone: the start-up path stays lean). Stdlib only.
+``__main__.run`` calls :func:`arm`, which hangs :func:`gathering`,
+:func:`hub_watch` and :func:`link_watch` on the check-in's seams
+``checkin.GATHERS``, ``HUB_WATCHES`` and ``LINK_WATCHES`` (the package alone:
+the start-up path stays lean). Stdlib only.
 """
 
 import time
@@ -23,14 +24,18 @@ ARMED = []  # [settings, log, when] once ``__main__.run`` armed this process
 
 def arm(settings, log):
     """Remember the settings and when the entrypoint started (the run's launch: the check-in's wait is
-    start-up too); nothing more is imported or started until node 0 makes its first HubWatch."""
-    from ..checkin import HUB_WATCHES, LINK_WATCHES
+    start-up too); nothing more is imported or started until node 0 begins its first gather (metrics on: the
+    server, showing the check-in) or makes its first HubWatch (the recorder)."""
+    from ..checkin import GATHERS, HUB_WATCHES, LINK_WATCHES
 
     ARMED[:] = [settings, log, time.time()]
     if hub_watch not in HUB_WATCHES:
         HUB_WATCHES.append(hub_watch)
-    if settings.get("metrics", True) and link_watch not in LINK_WATCHES:
-        LINK_WATCHES.append(link_watch)
+    if settings.get("metrics", True):
+        if gathering not in GATHERS:
+            GATHERS.append(gathering)
+        if link_watch not in LINK_WATCHES:
+            LINK_WATCHES.append(link_watch)
 
 
 def link_watch(watch):
@@ -45,14 +50,28 @@ def link_watch(watch):
         return None
 
 
+def _live():
+    from . import live
+
+    if live.LIVE is None:
+        settings, log, launched = ARMED
+        live.LIVE = live.Live(settings, log, launched)
+    return live.LIVE
+
+
+def gathering(hub):
+    """Node 0 begins a gather on ``hub`` (the job's first check-in, or recovery's regather): on the first, node 0's
+    /metrics and /status.json start serving, the check-in in them (whom node 0 waits for, how long: walk12b B13,
+    a node that never comes is what a user opens ``top`` to see)."""
+    try:
+        _live().gathering(hub)
+    except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
+        ARMED[1](f"warning: metrics: {err!r}")
+
+
 def hub_watch(watch):
     """Node 0 made a HubWatch (one per generation): record it, and on the first start the recorder and server."""
-    settings, log, launched = ARMED
     try:
-        from . import live
-
-        if live.LIVE is None:
-            live.LIVE = live.Live(settings, log, launched)
-        live.LIVE.watching(watch)
+        _live().watching(watch)
     except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
-        log(f"warning: metrics and goodput off: {err!r}")
+        ARMED[1](f"warning: metrics and goodput off: {err!r}")

@@ -66,6 +66,18 @@ def families(live, now=None):
 
     family("nodeweave_generation", "gauge", "The job's current generation (0 until the first recovery).",
            [(base, gen.get("generation", 0))])
+    # --- the check-in: whom node 0 waits for while it gathers (walk12b B13: a node that never comes) ---
+    checkin = live.waiting() if hasattr(live, "waiting") else None
+    family("nodeweave_checkin_gathering", "gauge", "1 while node 0 waits for nodes to check in (the job's start, or "
+           "recovery's regather after a fault).", [(base, 1 if checkin else 0)])
+    family("nodeweave_checkin_nodes_expected", "gauge", "The nodes node 0's check-in waits for (while it gathers).",
+           [(base, checkin["expected"])] if checkin else [])
+    family("nodeweave_checkin_nodes_in", "gauge", "Of those, the nodes checked in (while it gathers).",
+           [(base, checkin["checked_in"])] if checkin else [])
+    family("nodeweave_checkin_deadline_seconds", "gauge", "Seconds until node 0 stops waiting for the nodes not in "
+           "(while it gathers).", [(base, checkin["deadline_in_s"])] if checkin else [])
+    family("nodeweave_checkin_node_missing", "gauge", "1 for each node node 0 still waits for (while it gathers; "
+           "the first 64).", [(dict(base, node=str(node)), 1) for node in checkin["not_in"]] if checkin else [])
     family("nodeweave_job_start_time_seconds", "gauge", "When node 0's entrypoint started (Unix time).",
            [(base, timeline["launched"])])
     book = live.book() or {}
@@ -250,14 +262,41 @@ def hub_role(live, rank):
     return "hub, spare" if rank in (book.get("spares") or ()) else "hub, left out"
 
 
+NOT_IN = "not checked in"  # a node node 0's gather still waits for, as /status.json's nodes say it
+
+
+def checkin_nodes(hub, checkin):
+    """``nodes`` while node 0 gathers on ``hub``: node 0 (``gathering``, the hub), every node checked in (its role
+    is the verdict's to give: none yet) and every node not in yet (``checkin``, ``Hub.waiting``: its first 64), by
+    node index."""
+    own = hub.own_fp or {}
+    rows = [{"node": own.get("rank", 0), "host": own.get("hostname"), "state": "gathering", "role": "hub",
+             "heartbeat_age_s": None}]
+    for peer in sorted(list(hub.peers), key=by_node):
+        fp = peer.fp or {}
+        state = (waiting(peer) or hub.checked_in_state()) if peer.done is None else _peer_state(peer)
+        rows.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": state, "role": None,
+                     "heartbeat_age_s": None})
+    rows += [{"node": node, "host": None, "state": NOT_IN, "role": None, "heartbeat_age_s": None}
+             for node in checkin.get("not_in") or []]
+    rows.sort(key=lambda row: (0, row["node"]) if isinstance(row["node"], int) else (1, str(row["node"])))
+    return rows
+
+
 def status(live, now=None):
-    """The same picture as JSON (``/status.json``, what ``nodeweave top`` draws)."""
+    """The same picture as JSON (``/status.json``, what ``nodeweave top`` draws). While node 0 gathers (``phase``
+    ``gathering``), ``waiting`` says whom for and how long, as ``--status`` does, and ``nodes`` are the check-in's:
+    node 0 gathering, the nodes checked in, the nodes not in yet."""
     now = time.time() if now is None else now
     timeline = live.snapshot()
     views, verdicts = live.views()
     watch = live.watch
+    phase = live.phase() if hasattr(live, "phase") else "running"
+    checkin = live.waiting() if phase == "gathering" else None
     nodes = []
-    if watch is not None:
+    if checkin is not None:
+        nodes = checkin_nodes(live.hub, checkin)
+    elif watch is not None:
         own = watch.hub.own_fp or {}
         nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running",
                       "role": hub_role(live, own.get("rank", 0)), "heartbeat_age_s": 0.0})
@@ -280,8 +319,8 @@ def status(live, now=None):
     every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
         if live.sampler is not None else []
     return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
-            "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
-            "node_gpus": every,
+            "phase": phase, "waiting": checkin, "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus,
+            "gpu_source": source, "node_gpus": every,
             "step": list(live.shown_step()) if live.shown_step() else None, "steps_per_s": live.step_rate(),
             "step_note": live.step_note(),
             "goodput": account(timeline, now), "timeline": timeline}

@@ -119,6 +119,8 @@ def account(timeline, now=None):
             total[name] += buckets[name]
         per_gen.append({"generation": gen.get("generation", index), "buckets": _rounded(buckets)})
         before = end if fault else (closed or end)
+    if not gens:  # no generation began yet: node 0 still at its check-in (it serves from its first gather on), which
+        total["startup"] = wall  # is start-up, the launch to generation 0's first collective, not idle (walk12b B13)
     total["idle"] = max(0.0, wall - sum(total[name] for name in BUCKETS if name != "idle"))
     return {"wall_s": round(wall, 2), "buckets": _rounded(total),
             "productive": round(total["training"] / wall, 4) if wall > 0 else None, "generations": per_gen}

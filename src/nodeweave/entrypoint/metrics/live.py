@@ -1,10 +1,12 @@
 """Node 0's live picture of the job, and the timeline its goodput is accounted from.
 
-Only node 0 makes a HubWatch (one per generation; ``metrics.hub_watch``), so only
-node 0 ever makes a :class:`Live`: on its first watch it starts the recorder
-thread, the GPU sampler, listens to the launcher's output
-(``capture.OUTPUT_LISTENERS``: the training's step lines) and, when
-``metrics.enabled``, serves ``/metrics``.
+Only node 0 gathers and makes a HubWatch (one per generation; ``metrics.gathering``,
+``metrics.hub_watch``), so only node 0 ever makes a :class:`Live`. When
+``metrics.enabled``, its first gather (the job's check-in, before any watch)
+starts the GPU sampler and serves ``/metrics`` and ``/status.json``, the
+check-in in them while node 0 waits (``Hub.waiting``: whom for, how long); its
+first watch starts the recorder thread and listens to the launcher's output
+(``capture.OUTPUT_LISTENERS``: the training's step lines).
 
 The recorder looks once a second at what the heartbeat and the stall watch
 already hold in memory (no file read, no message, nothing the heartbeat waits
@@ -105,6 +107,8 @@ class Live:
                        if settings.get("recovery") else None}
         self.lock = threading.Lock()
         self.watch = None
+        self.hub = None  # the hub of node 0's latest gather (``gathering``): its check-in, while it waits
+        self.serving = False  # the server was started (or tried: a taken port is said once)
         self.generation = None  # the timeline's entry of the generation the current watch watches
         self.timeline = {"schema": SCHEMA, "launched": launched or time.time(), "ended": None, "job": None,
                          "run_id": run_id, "step_pattern": bool(pattern), "generations": []}
@@ -127,6 +131,32 @@ class Live:
             self._watching(watch)
         except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
             self.log(f"warning: metrics: {err!r}")
+
+    def gathering(self, hub):
+        """Node 0 begins a gather on ``hub``: the job's check-in (before any watch) or recovery's regather. The
+        picture shows it from now (``phase``, ``Hub.waiting``); the first one starts the server (walk12b B13:
+        nothing listened until the check-in was over, so `top` called a node 0 waiting for a node "not running")."""
+        with self.lock:
+            self.hub = hub
+            if self.timeline["job"] is None:
+                self.timeline["job"] = (hub.own_fp or {}).get("job")
+        if not self.serving:
+            self._serve(getattr(hub, "bind", "") or "")
+
+    def phase(self):
+        """``gathering`` while node 0 waits for nodes to check in (its latest gather's verdict not out yet),
+        ``starting`` from the verdict to the generation's watch, then ``running``."""
+        hub, watch = self.hub, self.watch
+        if hub is not None and hub.verdict is None:
+            return "gathering"
+        if watch is None or (hub is not None and getattr(watch, "hub", None) is not hub):
+            return "starting"
+        return "running"
+
+    def waiting(self):
+        """Whom node 0 waits for while it gathers (``Hub.waiting``), or None."""
+        hub = self.hub
+        return hub.waiting() if hub is not None and hub.verdict is None else None
 
     def _folders(self, job):
         from ..running.runstate import job_dir, run_dir
@@ -268,21 +298,26 @@ class Live:
     # --- node 0 -----------------------------------------------------------------------------------------
     def _start(self):
         from ..running import capture
-        from .gpus import Sampler
 
         capture.OUTPUT_LISTENERS.append(self.output)
-        if self.enabled:  # the readings are for /metrics and top; the goodput timeline needs none
-            self.sampler = Sampler().start()
         self.thread = threading.Thread(target=self._run, name="nodeweave-metrics-recorder", daemon=True)
         self.thread.start()
         atexit.register(self.close)
+        if not self.serving:  # no gather told of before (a job whose gather no listener saw): serve from here
+            self._serve(getattr(getattr(self.watch, "hub", None), "bind", "") or "")
+
+    def _serve(self, bind):
+        """With ``metrics.enabled``: the GPU sampler (its readings are for /metrics and top; the goodput timeline
+        needs none) and the server, once; a taken port is one warning and the job runs on."""
+        self.serving = True
         if self.enabled:
+            from .gpus import Sampler
             from .server import serve
 
+            self.sampler = Sampler().start()
             # node 0's listeners listen where its exchange does (walk9 B20: with NODEWEAVE_EXCHANGE_BIND=route on a
             # host network, /metrics and /status.json answered on every NIC of the host, docker0's too), and on
             # loopback besides, where `--node live` asks through the exec channel
-            bind = getattr(getattr(self.watch, "hub", None), "bind", "") or ""
             try:
                 self.server = serve(self.port, self, bind)
                 where = f" on {bind} (NODEWEAVE_EXCHANGE_BIND=route)" if bind else ""

@@ -19,7 +19,9 @@ _NONE = type(None)
 # the fields the drawings read, each with the types it may hold (None: absent or null is always fine)
 _TOP = {"now": _NUMBER, "job": str, "book": dict, "nodes": list, "ranks": list, "verdicts": dict, "gpus": list,
         "gpu_source": str, "node_gpus": list, "step": list, "steps_per_s": _NUMBER, "step_note": str, "goodput": dict,
-        "timeline": dict}
+        "timeline": dict, "phase": str, "waiting": dict}
+# while node 0 gathers: whom it waits for (``Hub.waiting``; top's and the dashboard's header say it)
+_WAITING = {"expected": int, "checked_in": int, "not_in": list, "deadline_in_s": _NUMBER}
 _BOOK = {"generation": int, "restarts": int}
 _NODE = {"node": _SCALAR, "host": str, "state": str, "role": str, "heartbeat_age_s": _NUMBER}
 _RANK = {"node": _SCALAR, "rank": _SCALAR, "host": str, "seq": int, "collectives": int, "state": str,
@@ -136,6 +138,7 @@ def live_problem(answer):
     checks = (
         lambda: _fields("", answer, _TOP),
         lambda: _fields("book.", answer.get("book") or {}, _BOOK),
+        lambda: _fields("waiting.", answer.get("waiting") or {}, _WAITING),
         lambda: _each("nodes", answer.get("nodes") or [], _NODE),
         lambda: _each("ranks", answer.get("ranks") or [], _RANK),
         lambda: _each("gpus", answer.get("gpus") or [], _GPU),
