@@ -134,23 +134,32 @@ class LocalJob:
                      env=dict(self.env, NODE_RANK=str(rank), TMPDIR=str(self.tmp_path / name)))
 
     def wait_training(self, procs, limit=120):
-        """Until every training rank of the job marked itself up (``held_lines``): every node checked in and
-        launched; fails naming what each node said after ``limit`` s, or when a node ended first."""
-        import time
-
-        until = time.monotonic() + limit
-        while len(list((self.tmp_path / "up").glob("up-*"))) < self.nnodes:
-            ended = [proc for proc in procs if proc.poll() is not None]
-            if ended or time.monotonic() > until:
-                self.release()
-                outs = [proc.communicate(timeout=60)[0] for proc in procs]
-                raise AssertionError(f"the job's {self.nnodes} ranks were not up within {limit}s "
-                                     f"(exit codes {[proc.returncode for proc in procs]}):\n" + "\n".join(outs))
-            time.sleep(0.2)
+        """Until every training rank of the job is up and held (``wait_up``)."""
+        wait_up(self.tmp_path, self.nnodes, procs, limit)
 
     def release(self):
         """Every held rank goes on (and ends)."""
-        (self.tmp_path / "release").touch()
+        release(self.tmp_path)
+
+
+def wait_up(folder, count, procs, limit=120):
+    """Until ``count`` ranks marked themselves up (``held_lines(folder)``): every node checked in and launched;
+    fails naming what each of ``procs`` said after ``limit`` s, or as soon as one of them ended."""
+    import time
+
+    until = time.monotonic() + limit
+    while len(list((folder / "up").glob("up-*"))) < count:
+        if any(proc.poll() is not None for proc in procs) or time.monotonic() > until:
+            release(folder)
+            outs = [proc.communicate(timeout=60)[0] for proc in procs]
+            raise AssertionError(f"{count} ranks were not up within {limit}s (exit codes "
+                                 f"{[proc.returncode for proc in procs]}):\n" + "\n".join(map(str, outs)))
+        time.sleep(0.2)
+
+
+def release(folder):
+    """Every rank held by ``held_lines(folder)`` goes on."""
+    (folder / "release").touch()
 
 
 def start_twice(tmp_path, job_id, rank=1, nodes=2, env=None, script=None):
