@@ -6,7 +6,9 @@ asserts the node left out, the generations, the step resumed from and every cont
 A container that *crashes* (its PID 1 killed from the host, as the OOM killer would) comes back through the
 ``restart: on-failure`` the compose file carries with recovery on: node 0 too, whom the others wait for; a
 container removed for good leaves an elastic job smaller. Short stall limits (CI time is a budget); every wait
-is bounded, so a hang fails instead of stalling CI.
+is bounded, so a hang fails instead of stalling CI. A test that acts on a node itself holds every rank at that
+step (resumable.py ``--hold GEN:STEP``) until it has acted (``_release``), so a loaded machine moves no fault
+past its step: the resume step is asserted exactly.
 """
 
 from __future__ import annotations
