@@ -179,3 +179,33 @@ def start_twice(tmp_path, job_id, rank=1, nodes=2, env=None, script=None):
         job.release()
         outs = [proc.communicate(timeout=120)[0] for proc in first]
     return again, out, first, outs
+
+
+def heard_until(stream, text, limit=120):
+    """The lines read off ``stream`` (a process's text pipe) up to and with the first holding ``text``: a test
+    acts once the process has said it reached that point, however slowly it started. Fails after ``limit`` s or
+    at the stream's end, naming what was heard."""
+    import queue
+    import threading
+
+    lines = queue.Queue()
+
+    def read():
+        for line in stream:
+            lines.put(line)
+            if text in line:
+                break
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    heard = []
+    while True:
+        try:
+            line = lines.get(timeout=limit)
+        except queue.Empty:
+            raise AssertionError(f"no line holding {text!r} within {limit}s:\n{''.join(heard)}") from None
+        if line is None:
+            raise AssertionError(f"the stream ended before a line holding {text!r}:\n{''.join(heard)}")
+        heard.append(line)
+        if text in line:
+            return "".join(heard)

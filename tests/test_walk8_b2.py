@@ -578,7 +578,7 @@ def test_b26_node_0_logs_and_names_a_node_of_another_job_id(tmp_path):
 def test_b27_a_spare_late_for_the_deadline_does_not_keep_the_job_from_starting(tmp_path):
     import subprocess
 
-    from recovery_harness import held_lines, release, wait_up
+    from recovery_harness import heard_until, held_lines, release, wait_up
 
     port = free_port_pair()
     # the ranks hold until the test has heard the late spare: it comes after the generation started, however
@@ -594,15 +594,11 @@ def test_b27_a_spare_late_for_the_deadline_does_not_keep_the_job_from_starting(t
         wait_up(tmp_path, 2, nodes)  # the generation started without the spare (the 5 s deadline passed)
         spare = cli_run.popen([*cli_run.ENTRYPOINT, "--", "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=dict(env, NODE_RANK="2", TMPDIR=str(tmp_path / "t2")))
-        heard = []
-        for line in spare.stderr:  # until it says where it stands (or ends)
-            heard.append(line)
-            if "came after the generation started" in line:
-                break
+        heard = heard_until(spare.stderr, "came after the generation started")  # where it stands
     finally:
         release(tmp_path)
     said = [node.communicate(timeout=120)[0] for node in nodes]
-    spare_err = "".join(heard) + spare.communicate(timeout=90)[1]
+    spare_err = heard + spare.communicate(timeout=90)[1]
     assert [node.returncode for node in nodes] == [0, 0], said
     assert "spare(s) 2 have not checked in by the deadline: the job starts without them" in said[0], said[0]
     assert spare.returncode == 0 and "came after the generation started" in spare_err, spare_err
