@@ -109,7 +109,7 @@ def test_stop_ends_every_entrypoint_of_a_live_runs_id(tmp_path):
             out = cli_run.run([*cli_run.ENTRYPOINT, "--node", *argv], env=_environment(tmp_path), timeout=60)
             stopped = json.loads(out.stdout)["stopped"]
             assert out.returncode == 0 and [s["processes"] for s in stopped] == [1, 1], out.stdout
-            assert live.wait(timeout=10) and second.wait(timeout=10)
+            assert live.wait(timeout=60) and second.wait(timeout=60)
         finally:
             for proc in (live, second):
                 proc.kill()
