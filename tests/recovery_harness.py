@@ -95,14 +95,15 @@ def done(nodes):
 # -- the duplicate-rank start-up: a node started again while its job trains ----------------------------------------
 
 def held_lines(folder):
-    """Lines of a training script for the place its ranks should wait at: each rank marks itself up (a file in
-    ``folder/up``), prints ``rank up`` and waits until the test creates ``folder/release`` (at most 300 s). A
+    """Lines of a training script for the place its ranks should wait at: each rank marks its node up (a file in
+    ``folder/up`` named by torchrun's GROUP_RANK, the node's rank; else the process's own pid), prints ``rank up``
+    and waits until the test creates ``folder/release`` (at most 300 s). A
     test acts while every rank is up and held, however slowly a loaded machine started them, and no rank's work
     runs out first."""
     up, release = folder / "up", folder / "release"
     up.mkdir(exist_ok=True)
     return (f"import os as _os, time as _time\n"
-            f"open(_os.path.join({str(up)!r}, 'up-%d' % _os.getpid()), 'w').close()\n"
+            f"open(_os.path.join({str(up)!r}, 'up-%s' % _os.environ.get('GROUP_RANK', _os.getpid())), 'w').close()\n"
             f"print('rank up', flush=True)\n"
             f"_until = _time.monotonic() + 300\n"
             f"while not _os.path.exists({str(release)!r}) and _time.monotonic() < _until:\n"
@@ -143,7 +144,7 @@ class LocalJob:
 
 
 def wait_up(folder, count, procs, limit=120):
-    """Until ``count`` ranks marked themselves up (``held_lines(folder)``): every node checked in and launched;
+    """Until ``count`` nodes' ranks marked themselves up (``held_lines(folder)``): every node checked in and launched;
     fails naming what each of ``procs`` said after ``limit`` s, or as soon as one of them ended."""
     import time
 
