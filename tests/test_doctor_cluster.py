@@ -58,9 +58,8 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
     import os
     import subprocess
     import sys
-    import time
 
-    from test_exchange_processes import fake_torchrun, finish, start_nodes
+    from test_exchange_processes import checked_in, fake_torchrun, finish, start_nodes
 
     fake_torchrun(tmp_path)
     procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun",
@@ -68,9 +67,7 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
                         env={"RUN_FOR": "30", "NODEWEAVE_EXCHANGE_ALLOW": "nccl", "NODEWEAVE_NCCL_VERSION": "2.28.9"},
                         per_node_env={2: {"NODEWEAVE_NCCL_VERSION": "2.21.5"}})
     try:
-        deadline = time.monotonic() + 30
-        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        checked_in(tmp_path / "n0", procs)
         port = procs[0].args[procs[0].args.index("--master-port") + 1]
         env = one_machine_env({"PATH": os.environ["PATH"], "NNODES": "3", "NODE_RANK": "1",
                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})

@@ -22,6 +22,16 @@ SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
 
 
+def checked_in(node_tmp, procs, limit=120):
+    """Until the node whose TMPDIR is ``node_tmp`` recorded its check-in (``jobs/*/checkin.json``); fails naming
+    every node's exit code after ``limit`` s or once one ended."""
+    deadline = time.monotonic() + limit
+    while not list((node_tmp / "nodeweave").glob("jobs/*/checkin.json")):
+        if time.monotonic() > deadline or any(proc.poll() is not None for proc in procs):
+            raise AssertionError(f"no check-in recorded under {node_tmp} (exit codes {[p.poll() for p in procs]})")
+        time.sleep(0.1)
+
+
 def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher="command", ranks=None, counts=None):
     port = free_port_pair()
     procs = []
@@ -132,10 +142,7 @@ def test_a_clean_finish_is_quiet(tmp_path):
 def test_a_killed_entrypoint_stops_the_others(tmp_path, victim):
     fake_torchrun(tmp_path)
     procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun")
-    deadline = time.monotonic() + 30
-    record = tmp_path / f"n{victim}" / "nodeweave"
-    while not list(record.glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    checked_in(tmp_path / f"n{victim}", procs)
     time.sleep(0.5)
     procs[victim].kill()  # SIGKILL: no report, the connection just ends
     killed_at = time.monotonic()
@@ -153,9 +160,7 @@ def test_status_shows_every_node_as_node_0_sees_it(tmp_path):
     procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun", env={"RUN_FOR": "30"},
                         per_node_env={2: {"NODEWEAVE_NPROC_PER_NODE": "2"}})
     try:
-        deadline = time.monotonic() + 30
-        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        checked_in(tmp_path / "n0", procs)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,
@@ -176,9 +181,7 @@ def test_status_of_another_job_is_refused(tmp_path):
     fake_torchrun(tmp_path)
     procs = start_nodes(tmp_path, 2, ["train.py"], launcher="torchrun", env={"RUN_FOR": "30"})
     try:
-        deadline = time.monotonic() + 30
-        while not list((tmp_path / "n0" / "nodeweave").glob("jobs/*/checkin.json")) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        checked_in(tmp_path / "n0", procs)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,

@@ -38,6 +38,15 @@ def _still_running(marker: str) -> "list[str]":
     return found
 
 
+def _gone(marker: str, limit: float = 30) -> "list[str]":
+    """What still runs with ``marker`` once nothing does, or ``limit`` s passed: the stop's last kill lands as the
+    ssh stand-in's hosts (this machine's processes) get CPU, a moment after the command here has returned."""
+    deadline = time.monotonic() + limit
+    while _still_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _still_running(marker)
+
+
 def _slow(marker: str) -> "list[str]":
     """A command that prints its awkward words and then runs a child (a sleep of its own length) and waits."""
     return ["sh", "-c", f'{SHOW}; sleep {marker} & wait', "sh", *AWKWARD]
@@ -55,8 +64,7 @@ def test_c4_exec_timeout_ends_the_command_on_every_node_and_says_so(bare_hosts):
     (phase,) = json.loads(dry.stdout)["phases"]
     assert "wrapper that records its pid" in phase["what"], phase["what"]
     done = nodeweave(folder, env, "exec", "--timeout", "4", "-o", "json", "--", *_slow(marker))
-    time.sleep(1)
-    left = _still_running(marker)
+    left = _gone(marker)
     assert not left, left
     assert done.returncode == 124, done.stdout + done.stderr
     assert "timed out: ended on node-0 .. node-2" in done.stderr, done.stderr
@@ -81,8 +89,7 @@ def test_c5_exec_ctrl_c_stops_the_command_on_every_node(bare_hosts):  # noqa: F8
         time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
-    time.sleep(1)
-    left = _still_running(marker)
+    left = _gone(marker)
     assert not left, left
     assert proc.returncode == 130, out + err
     assert "interrupted: stopped on node-0 .. node-2" in err, err
@@ -92,12 +99,17 @@ def test_c4_the_stopper_kills_what_ignores_sigterm_and_leaves_a_reused_pid_alone
     """C4: the stop exec's own cases, on this machine's sh: a command that ignores SIGTERM is killed after the
     grace ("killed"); a pid record whose process has gone (its pid perhaps reused) is left alone ("gone"); no
     record, "none"."""
-    from nodeweave.cluster.execstop import EXEC_ID, stop_command, wrapped
+    from nodeweave.cluster.execstop import EXEC_ID, pid_file, stop_command, wrapped
 
     token = f"t{random.randrange(10**9)}"
+    child = f"99.{random.randrange(10**6):06d}"
     stubborn = subprocess.Popen([w.replace(EXEC_ID, token) for w in
-                                 wrapped(["sh", "-c", "trap '' TERM; sleep 99 & wait"], 7)])
-    time.sleep(0.5)
+                                 wrapped(["sh", "-c", f"trap '' TERM; sleep {child} & wait"], 7)])
+    deadline = time.monotonic() + 30  # its pid recorded and its trap set (the sleep runs after it)
+    while not (Path(pid_file(7, token)).exists()
+               and any(line.split(" ", 1)[1].strip() == f"sleep {child}" for line in _still_running(child))):
+        assert time.monotonic() < deadline and stubborn.poll() is None, "the stubborn command never started"
+        time.sleep(0.05)
     done = subprocess.run(stop_command(token, 7, grace=1), capture_output=True, text=True, timeout=30)
     assert done.stdout.split() == ["killed"] and stubborn.wait(5) == -signal.SIGKILL, done
     record = Path(f"/tmp/nodeweave-exec-{token}-node-8.pid")

@@ -296,9 +296,10 @@ def test_the_runs_wall_time_begins_when_node_0s_entrypoint_started_not_after_the
     monkeypatch.setattr(metrics, "ARMED", [])
     before = time.time()
     metrics.arm(_Settings(tmp_path), lambda line: None)
+    armed = time.time()  # however long arm took on a loaded machine
     time.sleep(0.3)  # the check-in
     metrics.hub_watch(_Watch("j"))
-    assert before <= live.LIVE.snapshot()["launched"] <= before + 0.2
+    assert before <= live.LIVE.snapshot()["launched"] <= armed
 
 
 def test_a_run_told_its_step_pattern_that_logged_no_step_yet_never_trained():

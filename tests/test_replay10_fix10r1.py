@@ -259,9 +259,9 @@ def test_a_stop_before_any_launch_ends_the_node_in_its_one_line(tmp_path, rank, 
     import signal
     import subprocess
     import sys
-    import time
 
     from free_ports import free_port_pair
+    from recovery_harness import heard_until
 
     (tmp_path / "train.py").write_text("print('step 1')\n")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", TMPDIR=str(tmp_path),
@@ -271,10 +271,9 @@ def test_a_stop_before_any_launch_ends_the_node_in_its_one_line(tmp_path, rank, 
     node = cli_run.popen([*cli_run.ENTRYPOINT, "--", "train.py"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(4)
-        assert node.poll() is None, node.communicate()
+        heard = heard_until(node.stderr, "waiting for")  # at its check-in, or waiting for node 0's
         node.send_signal(getattr(signal, signame))
-        _, err = node.communicate(timeout=30)
+        err = heard + node.communicate(timeout=60)[1]
     finally:
         if node.poll() is None:
             node.kill()

@@ -137,6 +137,14 @@ def _late_node(port, probe_port):
     return late
 
 
+def _connecting_back(hub_watch, limit=10):
+    """Until node 0 read the late node's hello and its connect-back is under way (``settling``)."""
+    deadline = time.monotonic() + limit
+    while not hub_watch.settling:
+        assert time.monotonic() < deadline, "node 0 never began the late node's connect-back"
+        time.sleep(0.02)
+
+
 def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_connects_back():
     """Node 0's heartbeat thread waited for a late node's connect-back (up to 3 s per node: a spare or a restarted
     container checking in mid-generation) and read nothing meanwhile: a node's failure reported then was relayed
@@ -150,7 +158,7 @@ def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_co
     late = None
     try:
         late = _late_node(cluster.port, silent.getsockname()[1])
-        time.sleep(0.5)  # node 0 read the hello and its connect-back is under way
+        _connecting_back(hub_watch)
         failed = time.monotonic()
         assert links[1].finish(1, "torchrun exited 1", ["boom"]) is None
         assert launchers[2].stopped.wait(10), logs
@@ -177,7 +185,7 @@ def test_a_node_still_checking_in_when_node_0s_watch_ends_is_told_before_the_hub
     late = None
     try:
         late = _late_node(cluster.port, silent.getsockname()[1])
-        time.sleep(0.5)
+        _connecting_back(hub_watch)
         assert links[1].finish(0, "torchrun exited 0", []) is None
         assert hub_watch.finish(0, "torchrun exited 0", []) is None
         verdict = late.receive(time.monotonic() + 10)  # not a bare close: a fixed job's latecomer is refused

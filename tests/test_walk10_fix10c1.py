@@ -145,7 +145,10 @@ def test_exec_interrupted_names_the_nodes_it_may_have_left_running(cluster):
 
     proc = popen([*NODEWEAVE, "exec", "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                  text=True, start_new_session=True)
-    time.sleep(4)
+    deadline = time.monotonic() + 120  # both nodes' `podman exec ... sleep 30` started
+    while sum(call[:1] == ["exec"] and "sleep" in call for call in _calls(cluster)) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, (_calls(cluster), proc.poll())
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err

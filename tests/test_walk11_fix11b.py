@@ -109,7 +109,7 @@ def test_stop_ends_every_entrypoint_of_a_live_runs_id(tmp_path):
             out = cli_run.run([*cli_run.ENTRYPOINT, "--node", *argv], env=_environment(tmp_path), timeout=60)
             stopped = json.loads(out.stdout)["stopped"]
             assert out.returncode == 0 and [s["processes"] for s in stopped] == [1, 1], out.stdout
-            assert live.wait(timeout=10) and second.wait(timeout=10)
+            assert live.wait(timeout=60) and second.wait(timeout=60)
         finally:
             for proc in (live, second):
                 proc.kill()
@@ -249,31 +249,12 @@ def test_a_node_started_twice_is_turned_away_and_the_live_node_trains_on(tmp_pat
     again, and the live, beating node 1 was thrown out as lost (a generation and a restart spent, and the next
     check-in refused the job for two node 1s). Under recovery too the newcomer is the duplicate, turned away
     (exit 3) naming the live node, and the job goes on with the first, as without recovery."""
-    from cli_run import ENTRYPOINT, home_beside, popen
-    from free_ports import free_port_pair
+    from recovery_harness import start_twice
 
-    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(12)\n")
-    port = free_port_pair()
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
-            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b23",
-            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
-            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": recovery}
+    env = {"NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": recovery}
     if recovery == "on":
-        base["NODEWEAVE_SPARES"] = "1"
-
-    def node(rank, name):
-        (tmp_path / name).mkdir()
-        return popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
-                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
-
-    first = [node(rank, f"t{rank}") for rank in range(3 if recovery == "on" else 2)]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
-        time.sleep(0.2)
-    time.sleep(2.0)
-    again = node(1, "t1b")
-    out = again.communicate(timeout=60)[0]
-    outs = [proc.communicate(timeout=120)[0] for proc in first]
+        env["NODEWEAVE_SPARES"] = "1"
+    again, out, first, outs = start_twice(tmp_path, "b23", nodes=3 if recovery == "on" else 2, env=env)
     assert again.returncode == 3 and "node rank 1 claimed twice" in out, out
     assert [proc.returncode for proc in first] == [0] * len(first), outs
     assert "turned away: node rank 1 claimed twice" in outs[0], outs[0]
@@ -471,25 +452,17 @@ def test_a_waiting_node_stopped_by_a_signal_tells_node_0(tmp_path):
     network went away". It tells node 0 it was stopped, as a training node does; the job goes on."""
     import signal
 
-    from cli_run import ENTRYPOINT, home_beside, popen
-    from free_ports import free_port_pair
+    from recovery_harness import LocalJob
 
-    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(10)\n")
-    port = free_port_pair()
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
-            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b15",
-            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
-            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1"}
-    procs = []
-    for rank in range(3):
-        (tmp_path / f"t{rank}").mkdir()
-        procs.append(popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
-                           env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / f"t{rank}"))))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
-        time.sleep(0.2)
-    time.sleep(2.0)
-    procs[2].send_signal(signal.SIGTERM)
+    job = LocalJob(tmp_path, "b15", env={"NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": "on",
+                                         "NODEWEAVE_SPARES": "1"})
+    procs = [job.node(rank, f"t{rank}") for rank in range(3)]
+    try:
+        job.wait_training(procs)  # both ranks train: the spare waits
+        procs[2].send_signal(signal.SIGTERM)
+        procs[2].wait(timeout=60)
+    finally:
+        job.release()
     outs = [proc.communicate(timeout=120)[0] for proc in procs]
     assert procs[2].returncode == 143, outs[2]
     assert "node 2 (vm) (spare) was stopped: stopped by SIGTERM while it waited" in outs[0].replace(

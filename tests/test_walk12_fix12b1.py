@@ -179,35 +179,10 @@ def test_b11_a_node_started_twice_hears_it_alone_was_turned_away(tmp_path, recov
     """B11: a second start of node 1 under recovery ended `error: check-in refused the job: duplicate (...) (table
     above; the same on every node)` below a lone "  node" header, while the job went on. Every check-in path
     (plain, recovery's node) ends with the one refusal line, which for a node turned away says the job goes on."""
-    import os
-    import sys
-    import time
+    from recovery_harness import start_twice
 
-    from cli_run import ENTRYPOINT, home_beside, popen
-    from free_ports import free_port_pair
-
-    (tmp_path / "sl.py").write_text("import time\nprint('rank up', flush=True)\ntime.sleep(10)\n")
-    port = free_port_pair()
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
-            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b11",
-            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off",
-            "NODEWEAVE_EXCHANGE_ALLOW": "address", "NODEWEAVE_RECOVERY": recovery}
-
-    def node(rank, name):
-        (tmp_path / name).mkdir()
-        return popen([*ENTRYPOINT, "--", "sl.py"], cwd=tmp_path, stdout=-1, stderr=-2,
-                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
-
-    first = [node(rank, f"t{rank}") for rank in range(2)]
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
-            time.sleep(0.2)
-        time.sleep(2.0)
-        again = node(1, "t1b")
-        out = again.communicate(timeout=60)[0]
-    finally:
-        outs = [proc.communicate(timeout=120)[0] for proc in first]
+    again, out, first, outs = start_twice(tmp_path, "b11", env={"NODEWEAVE_EXCHANGE_ALLOW": "address",
+                                                                 "NODEWEAVE_RECOVERY": recovery})
     lines = out.splitlines()
     assert again.returncode == 3 and [proc.returncode for proc in first] == [0, 0], (out, outs)
     last = lines[-1]

@@ -350,34 +350,12 @@ def test_explain_on_node_0_warns_of_a_busy_master_port(entrypoint, busy_master_p
 
 
 def test_a_node_started_twice_is_turned_away_as_a_duplicate_and_the_job_goes_on(tmp_path):
-    import os
-    import sys
-    import time
+    from recovery_harness import held_lines, start_twice
 
-    from cli_run import ENTRYPOINT, popen
-
-    (tmp_path / "train.py").write_text(
-        "import time, torch.distributed as dist\ndist.init_process_group('gloo')\n"
-        "for step in range(40):\n    time.sleep(0.2)\n    print(f'step {step} loss 0.1', flush=True)\n"
-        "dist.destroy_process_group()\n")
-    port = free_port_pair()
-    base = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": home_beside(tmp_path),
-            "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b15",
-            "NODEWEAVE_WAIT_TIMEOUT": "60", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS": "off"}
-
-    def node(rank, name):
-        (tmp_path / name).mkdir()
-        return popen([*ENTRYPOINT, "--", "train.py"], cwd=tmp_path, stdout=-1, stderr=-2,
-                     env=dict(base, NODE_RANK=str(rank), TMPDIR=str(tmp_path / name)))
-
-    first = [node(0, "t0"), node(1, "t1")]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((tmp_path / "t0").rglob("checkin.json")):
-        time.sleep(0.2)
-    time.sleep(1.0)
-    again = node(1, "t1b")
-    out = again.communicate(timeout=60)[0]
-    node_0, node_1 = (proc.communicate(timeout=120)[0] for proc in first)
+    script = ("import time, torch.distributed as dist\ndist.init_process_group('gloo')\n" + held_lines(tmp_path)
+              + "for step in range(3):\n    time.sleep(0.2)\n    print(f'step {step} loss 0.1', flush=True)\n"
+              "dist.destroy_process_group()\n")
+    again, out, first, (node_0, node_1) = start_twice(tmp_path, "b15", script=script)
     assert again.returncode == 3 and "None" not in out and "every node exits" not in out, out
     assert "node rank 1 claimed twice" in out and "the job goes on" in out, out
     assert first[0].returncode == 0 and first[1].returncode == 0, (node_0, node_1)

@@ -324,7 +324,7 @@ def test_a_node_whose_launcher_ended_stops_on_a_stop_signal(tmp_path, signame):
         assert child.stdout.readline().startswith("launched 0")
         time.sleep(0.3)
         child.send_signal(getattr(signal, signame))
-        code = child.wait(timeout=10)
+        code = child.wait(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()

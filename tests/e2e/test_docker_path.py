@@ -261,19 +261,20 @@ def test_node_0s_crashed_container_comes_back_through_dockers_restart_policy(doc
     if docker.compose_problem:
         pytest.skip(docker.compose_problem)
     from nodeweave.build import detect_engine
-    from test_recovery import RUN, SPEC as RECOVERY_SPEC, _crash, _inspect, _resumed
+    from test_recovery import HOLD_12, RUN, SPEC as RECOVERY_SPEC, _crash, _inspect, _release, _resumed
 
     engine = detect_engine("docker")
-    spec_path = prepare_workdir(tmp_path, RECOVERY_SPEC.format(name="e2e-dkr0", args=f'{RUN}, "--fault-node", "none"',
-                                                               nodes="2", spares=0))
+    spec_path = prepare_workdir(tmp_path, RECOVERY_SPEC.format(name="e2e-dkr0", args=f'{RUN}, {HOLD_12}', nodes="2",
+                                                               spares=0))
     (tmp_path / "checkpoints").mkdir(mode=0o777)
     (tmp_path / "checkpoints").chmod(0o777)  # the image's uid 1000 saves there
     cluster = compose_cluster(engine, spec_path, IMAGE)
     cluster.remove()
     try:
         cluster.up()
-        cluster.wait_log("e2e-dkr0-0", "RECOVERY-STEP gen=0 step=12", timeout=240)
+        cluster.wait_log("e2e-dkr0-0", "RECOVERY-HOLD gen=0 step=12", timeout=240)
         _crash(engine, "e2e-dkr0-0")
+        _release(tmp_path, 0, 12)
         codes = cluster.wait_exit(timeout=300)
         logs = {name: cluster.logs(name) for name in cluster.names}
         restarts = {name: _inspect(engine, name, "{{.RestartCount}}") for name in cluster.names}
@@ -283,6 +284,5 @@ def test_node_0s_crashed_container_comes_back_through_dockers_restart_policy(doc
     assert restarts == {"e2e-dkr0-0": "1", "e2e-dkr0-1": "0"}, restarts  # docker restarted node 0 only
     node0 = logs["e2e-dkr0-0"]
     assert "recovery: node 0 came back; the other nodes ask for generation 1" in node0, node0
-    [(generation, path, step)] = _resumed(node0)
-    assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
+    assert _resumed(node0) == [(1, "checkpoints/step-10.pt", 10)], node0  # the crash landed at step 12
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0

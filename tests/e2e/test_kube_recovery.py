@@ -32,7 +32,7 @@ nodes: 2
 gpus_per_node: 1
 launcher:
   script: resumable.py
-  args: ["--steps", "30", "--interval", "0.3", "--save-every", "5"]
+  args: ["--steps", "30", "--interval", "0.3", "--save-every", "5", "--hold", "0:12"]
   wait_timeout: 120
   stall_warn: 0
 env: {{OMP_NUM_THREADS: "1"}}
@@ -87,11 +87,14 @@ def test_a_deleted_statefulset_pod_is_recreated_rejoins_and_the_spare_has_taken_
     applied = _kubectl(env, "apply", "-n", "e2e", "-k", str(tmp_path / "out" / "manifests" / "base"))
     assert "3 pod(s) played" in applied.stdout, applied.stdout  # replicas: nodes + spares
 
-    _wait(lambda: "RECOVERY-STEP gen=0 step=12 " in _logs(PODS[0]), 240)
+    # every rank holds at step 12 (resumable.py --hold) until the pod is deleted: the fault lands there
+    _wait(lambda: "RECOVERY-HOLD gen=0 step=12 " in _logs(PODS[0]), 240)
     first = _state(PODS[1])["StartedAt"]
     deleted = _kubectl(env, "delete", "-n", "e2e", "pod", PODS[1])
     assert f'pod "{PODS[1]}" deleted' in deleted.stdout
     assert _state(PODS[1])["StartedAt"] != first, "the controller's new pod, not the old one"
+    (workspace / "release-0-12").touch()
+    (workspace / "release-0-12").chmod(0o644)
 
     _wait(lambda: all(_state(pod).get("Status") == "exited" for pod in PODS), 300)
     codes = {pod: _state(pod)["ExitCode"] for pod in PODS}
@@ -101,8 +104,8 @@ def test_a_deleted_statefulset_pod_is_recreated_rejoins_and_the_spare_has_taken_
     assert re.search(r"recovery: generation 0 ended: node 1: ", node0), node0
     assert "recovery: generation 1: training node(s) 0, 2; spare(s) none" in node0, node0
     # at a line's start: the rank's own line, not an entrypoint line quoting it (the metrics step note)
-    [(generation, path, step)] = re.findall(r"(?m)^RECOVERY-RESUME gen=(\d+) from=(\S+) step=(\d+)", node0)
-    assert generation == "1" and step in ("10", "15") and path == f"checkpoints/step-{step}.pt", node0
+    resumed = re.findall(r"(?m)^RECOVERY-RESUME gen=(\d+) from=(\S+) step=(\d+)", node0)
+    assert resumed == [("1", "checkpoints/step-10.pt", "10")], node0  # deleted at step 12
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
     # The recreated pod checked in again, was told it is out of this job, and waited for its end.
     assert "generation 1: this node is LEFT OUT of the job: node 1" in logs[PODS[1]], logs[PODS[1]]

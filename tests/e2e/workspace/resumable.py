@@ -17,6 +17,12 @@ faults every node (the job's own error, not a node's).
 step, in every generation (a straggler that lasts while it runs there).
 ``--half-written`` leaves a ``step-<big>.pt`` without its rename, as a save
 cut off mid-write would (the resume must not take it).
+``--hold GEN:STEP,...`` makes every rank, in generation GEN, after step STEP
+(its all-reduce done, its save written), wait until the file
+``<--release>-GEN-STEP`` exists (rank 0 says ``RECOVERY-HOLD``): a test acts
+on a node (kills its container, removes it) at that very step however loaded
+the machine, then creates the file. Every rank waits alike, outside any
+collective, so the stall watch sees no stall; ``--hold-s`` bounds the wait.
 """
 
 import argparse
@@ -49,6 +55,9 @@ def parse():
     p.add_argument("--slow-s", type=float, default=0.0)
     p.add_argument("--cuda", action="store_true")
     p.add_argument("--half-written", action="store_true")
+    p.add_argument("--hold", default="", help="GEN:STEP,... where every rank waits for the release file")
+    p.add_argument("--release", default="release", help="the release file's prefix: <prefix>-GEN-STEP")
+    p.add_argument("--hold-s", type=float, default=600.0, help="the longest a hold waits")
     p.add_argument("--local_rank", "--local-rank", type=int, default=None)  # deepspeed's
     return p.parse_args()
 
@@ -79,6 +88,19 @@ def fault(args, gen, step):
         if kind == "raise":
             raise PermissionError(13, "Permission denied", os.path.join(args.ckpt, f"step-{step}.pt.tmp"))
         os.kill(os.getpid(), signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+
+
+def hold(args, rank, gen, step):
+    """At a step ``--hold`` names: wait until the test created ``<release>-GEN-STEP`` (at most ``--hold-s``)."""
+    held = {tuple(int(n) for n in item.split(":")) for item in args.hold.split(",") if item}
+    if (gen, step) not in held:
+        return
+    release = f"{args.release}-{gen}-{step}"
+    if rank == 0:
+        say(f"RECOVERY-HOLD gen={gen} step={step} until={release} t={time.time():.3f}")
+    until = time.monotonic() + args.hold_s
+    while not os.path.exists(release) and time.monotonic() < until:
+        time.sleep(0.1)
 
 
 def save(args, step, state):
@@ -121,6 +143,7 @@ def main():
             say(f"RECOVERY-STEP gen={gen} step={step} world={world} t={time.time():.3f}")
             if step % args.save_every == 0:
                 save(args, step, state.cpu())
+        hold(args, rank, gen, step)
         time.sleep(args.interval + (args.slow_s if this_node() == args.slow_node else 0.0))
     dist.barrier()
     if rank == 0:
