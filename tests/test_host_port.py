@@ -215,7 +215,8 @@ def test_deepspeed_hostfile_and_include_with_ipv6_node_names(tmp_path):
     args = runner.parse_args(argv[1:])
     assert (args.master_addr, args.node_rank) == ("fd00::1", 1)
     active = runner.parse_inclusion_exclusion(runner.fetch_hostfile(args.hostfile), args.include, args.exclude)
-    assert list(active.values()) == [[2, 3], [2, 3]]
+    # this node (rank 1) keeps its visible GPU ids; another node's line only counts its processes (fix13d)
+    assert list(active.values()) == [[0, 1], [2, 3]]
     assert 0 <= args.node_rank < len(active)
 
 
