@@ -313,3 +313,26 @@ def test_a_run_told_its_step_pattern_that_logged_no_step_yet_never_trained():
                                                                                                  0.0)
     timeline["step_pattern"] = False  # nothing says the training logs steps: its collectives are all there is
     assert goodput.account(timeline)["buckets"]["training"] == 20.0
+
+
+def test_the_timeline_is_saved_the_moment_training_begins_not_only_every_few_seconds(tmp_path):
+    """Walk12 A11 under load: `stop --grace 0` SIGKILLs node 0 soon after its first steps; the timeline it left
+    was its last 5-second save, from before training began, so the run read "training 0 s"."""
+    import json
+    import os
+    import threading
+
+    from nodeweave.entrypoint.metrics.live import RECORD, Live
+
+    stall = type("Stall", (), {"last_views": [], "verdicts": {}})()
+    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j", "master_port": 29500}})(), "stall": stall,
+                               "fault": lambda self: None, "over": lambda self: False})()
+    live = Live(_Settings(tmp_path), lambda line: None)
+    live.thread = threading.Thread(target=lambda: None)
+    live._watching(watch)
+    live.tick(now=1000.0)  # saved: nothing trained yet
+    saved = os.path.join(live.folders[0], RECORD)
+    assert json.loads(open(saved).read())["generations"][-1]["first"] is None
+    live.generation["steps"].append([1001.0, 1])
+    live.tick(now=1001.5)  # a second after the last save, well inside its 5 s
+    assert json.loads(open(saved).read())["generations"][-1]["first"] == 1001.0
