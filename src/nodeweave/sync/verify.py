@@ -27,7 +27,9 @@ from nodeweave.sync.filters import FileSet
 
 
 def local_cache_path(root: Path) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    from nodeweave.cachedir import user_cache_base  # judged at start-up (walk13 A13, A14)
+
+    base = user_cache_base()
     return base / "nodeweave" / "sync" / (hashlib.sha256(as_bytes(root)).hexdigest()[:16] + ".json")
 
 

@@ -26,7 +26,9 @@ UNREACHABLE_S = 3600.0
 
 
 def _path() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodeweave" / "sync" / "residents.json"
+    from nodeweave.cachedir import user_cache_base  # judged at start-up (walk13 A13, A14)
+
+    return user_cache_base() / "nodeweave" / "sync" / "residents.json"
 
 
 def key_of(target: Remote) -> str:

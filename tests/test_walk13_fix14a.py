@@ -1,0 +1,74 @@
+"""fix14a: walk13a rows A13, A14, A15, A26 (issue 43). Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from nodeweave.errors import EXIT_USAGE
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = "name: team\nnodes: 2\nlauncher:\n  type: torchrun\n  script: train.py\n"
+
+# the variables the default cache folder comes from (NODEWEAVE_CACHE_DIR unset), each set to what the variable's own
+# rule refuses in NODEWEAVE_CACHE_DIR: (variable, value, what the line says)
+DEFAULT_CACHE_BASES = [
+    ("XDG_CACHE_HOME", "cachedir", "is a relative path"),
+    ("XDG_CACHE_HOME", "~/cache", "starts with a ~ no shell expanded"),
+    ("HOME", "rel", "is a relative path"),
+    ("HOME", "~user", "starts with a ~ no shell expanded"),
+    ("HOME", "", "is set but empty"),
+    ("HOME", "/nodeweave-walk13-a14-missing", "would be made directly in /"),
+]
+
+
+@pytest.mark.parametrize("name, value, said", DEFAULT_CACHE_BASES)
+@pytest.mark.parametrize("argv", [["render", "all", "--dry-run"], ["render", "all", "--check"], ["validate"]])
+def test_the_default_cache_folder_is_judged_by_the_cache_dir_rule(capsys, tmp_path, monkeypatch, name, value, said,
+                                                                   argv):
+    """A13, A14: a relative XDG_CACHE_HOME, or a HOME that is relative, empty or missing directly in / (a service
+    account's /nonexistent), made the caches in the project or a folder in /, even from a dry run; refused now as
+    NODEWEAVE_CACHE_DIR set so is, naming the variable, and nothing is made."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NODEWEAVE_CACHE_DIR", raising=False)
+    if name == "HOME":
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv(name, value)
+    before = sorted(os.listdir(tmp_path))
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and line.startswith(f"nodeweave: error: {name}"), line
+    assert said in line and "accepted:" in line and "NODEWEAVE_CACHE_DIR" in line, line
+    assert sorted(os.listdir(tmp_path)) == before
+    assert not os.path.exists("/nodeweave-walk13-a14-missing")
+
+
+def test_an_absolute_cache_dir_still_serves_a_bad_home(capsys, tmp_path, monkeypatch):
+    """A14: the way out the refusal names works: NODEWEAVE_CACHE_DIR set, HOME is not read for the caches."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "/nodeweave-walk13-a14-missing")
+    monkeypatch.setenv("NODEWEAVE_CACHE_DIR", str(tmp_path.parent / f"{tmp_path.name}-cache"))
+    code, out, err = run_cli(capsys, "--version")
+    assert code == 0 and "nodeweave" in out, err
+
+
+def test_every_default_cache_reader_uses_the_judged_base(tmp_path, monkeypatch):
+    """A13, A14: sync's digests and residents lie under the same base the start-up rule judges."""
+    from nodeweave.cachedir import cache_root, user_cache_base
+    from nodeweave.sync.source import registry
+    from nodeweave.sync.verify import local_cache_path
+
+    monkeypatch.delenv("NODEWEAVE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert user_cache_base() == tmp_path / "x" and cache_root() == tmp_path / "x" / "nodeweave"
+    assert local_cache_path(tmp_path).is_relative_to(tmp_path / "x" / "nodeweave")
+    assert registry._path().is_relative_to(tmp_path / "x" / "nodeweave")
