@@ -5,13 +5,23 @@
 # pins (nodeweave.catalogue ... pip_requirements) plus their dependencies, and nodeweave's own
 # dependencies (a fresh venv installs the nodeweave wheel offline from here).
 # Idempotent: wheels already there are kept.
-# Usage: .ci/wheelhouse.sh [VARIANT [DIR]]   (default: cpu, wheelhouse/ — gitignored)
+# Usage: .ci/wheelhouse.sh [VARIANT [DIR]]   (default: cpu, the checkout's wheelhouse/ — gitignored; a relative DIR
+# or PYTHON is read from where you type it; PYTHON defaults to the checkout's .venv/bin/python)
+# A DIR or PYTHON given as a relative path is read from where the command was typed, not from the checkout the
+# script moves to (walk13 A15's class: examples/demo.sh read a relative SPEC from the checkout).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$PWD
+typed() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$here/$1" ;; esac; }
 variant="${1:-cpu}"
-dest="${2:-wheelhouse}"
-py="${PYTHON:-.venv/bin/python}"
-[ -x "$py" ] || { echo "wheelhouse.sh: $py is missing; run 'make install' first" >&2; exit 3; }
+dest=wheelhouse py=.venv/bin/python
+if [ -n "${2:-}" ]; then dest=$(typed "$2"); fi
+case "${PYTHON:-}" in
+  "") ;;
+  */*) py=$(typed "$PYTHON") ;;
+  *) py=$PYTHON ;;  # a bare name (python3) is looked up on PATH
+esac
+cd "$(dirname "$0")/.."
+command -v "$py" >/dev/null 2>&1 || { echo "wheelhouse.sh: $py is missing; run 'make install' first" >&2; exit 3; }
 mapfile -t reqs < <("$py" -c "
 import sys
 from nodeweave.catalogue import get_variant

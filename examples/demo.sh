@@ -6,12 +6,17 @@
 # training script on both nodes (`nodeweave run`), show the run folder, take the cluster down.
 # Without an engine: render everything for the spec into build/demo, explain the entrypoint's plan for
 # this machine, and print the one command that installs an engine.
-# Usage: examples/demo.sh [SPEC]   (default nodeweave.yaml; .venv/bin, or NODEWEAVE_VENV/bin as `make demo
-# VENV=...` passes it, must hold nodeweave)
+# Usage: examples/demo.sh [SPEC]   (default the checkout's nodeweave.yaml; .venv/bin, or NODEWEAVE_VENV/bin as `make
+# demo VENV=...` passes it, must hold nodeweave; a relative SPEC or NODEWEAVE_VENV is read from where you type it)
+# A SPEC or NODEWEAVE_VENV given as a relative path is read from where the command was typed, not from the checkout
+# the script moves to (walk13 A15: `examples/demo.sh ./nodeweave.yaml` rendered, built and ran the checkout's job).
 set -euo pipefail
+here=$PWD
+typed() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$here/$1" ;; esac; }
+spec=nodeweave.yaml bin=.venv/bin
+if [ -n "${1:-}" ]; then spec=$(typed "$1"); fi
+if [ -n "${NODEWEAVE_VENV:-}" ]; then bin=$(typed "$NODEWEAVE_VENV")/bin; fi
 cd "$(dirname "$0")/.."
-spec="${1:-nodeweave.yaml}"
-bin="${NODEWEAVE_VENV:-.venv}/bin"
 base=localhost/nodeweave-base:bookworm
 
 explain() {
@@ -53,7 +58,7 @@ step "run: the spec's training script on both nodes at once, through each node's
 "$bin/nodeweave" run --spec "$spec"
 
 step "the run folder"
-run=$(ls -1dt runs/*/ | head -1)
+run=$(ls -1dt "$(dirname "$spec")"/runs/*/ | head -1)  # the run folders' store beside the spec
 ls -l "$run"
 "$bin/python" - "$run" <<'PY'
 import json, sys

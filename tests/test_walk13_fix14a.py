@@ -72,3 +72,67 @@ def test_every_default_cache_reader_uses_the_judged_base(tmp_path, monkeypatch):
     assert user_cache_base() == tmp_path / "x" and cache_root() == tmp_path / "x" / "nodeweave"
     assert local_cache_path(tmp_path).is_relative_to(tmp_path / "x" / "nodeweave")
     assert registry._path().is_relative_to(tmp_path / "x" / "nodeweave")
+
+
+def _checkout_copy(tmp_path, script):
+    """A checkout holding only ``script`` (the repository's own), so what the script makes in its checkout lands here."""
+    copy = tmp_path / "checkout" / script
+    copy.parent.mkdir(parents=True)
+    copy.write_text((REPO / script).read_text())
+    return copy
+
+
+def _tools(tmp_path, *names):
+    """A PATH of only ``names`` (no podman: demo.sh stops at render and explain)."""
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    for name in names:
+        found = subprocess.run(["bash", "-c", f"command -v {name}"], capture_output=True, text=True).stdout.strip()
+        (folder / name).symlink_to(found)
+    return str(folder)
+
+
+def _venv(folder):
+    """A venv's bin/ whose nodeweave and nodeweave-entrypoint run this checkout's code."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, module in (("nodeweave", "nodeweave"), ("nodeweave-entrypoint", "nodeweave.entrypoint")):
+        (bin_dir / name).write_text(f'#!/bin/sh\nPYTHONPATH={REPO / "src"} exec {sys.executable} -m {module} "$@"\n')
+        (bin_dir / name).chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("relative", ["SPEC", "NODEWEAVE_VENV"])
+def test_demo_reads_a_relative_path_where_it_was_typed(tmp_path, relative):
+    """A15: `examples/demo.sh ./nodeweave.yaml` moved to the checkout first and rendered (with podman: built, upped
+    and ran) the checkout's job, not the spec typed; a relative NODEWEAVE_VENV was read there too."""
+    demo = _checkout_copy(tmp_path, "examples/demo.sh")
+    (demo.parents[1] / "nodeweave.yaml").write_text("the checkout's spec: never read here\n")
+    (demo.parent / "train.py").write_text((REPO / "examples" / "train.py").read_text())  # the plan demo.sh explains
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "nodeweave.yaml").write_text((REPO / "nodeweave.yaml").read_text().replace("name: llama-pretrain",
+                                                                                     "name: typed-here", 1))
+    venv = _venv(work / "venv")
+    env = {"PATH": _tools(tmp_path, "bash", "dirname"), "HOME": str(tmp_path),
+           "NODEWEAVE_VENV": "venv" if relative == "NODEWEAVE_VENV" else str(venv)}
+    spec = "./nodeweave.yaml" if relative == "SPEC" else str(work / "nodeweave.yaml")
+    done = subprocess.run(["bash", str(demo), spec], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    local = (demo.parents[1] / "build" / "demo" / "compose" / "local.yaml").read_text()
+    assert "name: typed-here-local" in local
+
+
+def test_wheelhouse_reads_relative_paths_where_they_were_typed(tmp_path):
+    """A15's class: .ci/wheelhouse.sh moved to the checkout before reading DIR and PYTHON, so a relative one named a
+    path in the checkout (PYTHON "missing", the wheels written into the checkout)."""
+    script = _checkout_copy(tmp_path, ".ci/wheelhouse.sh")
+    (script.parents[1] / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "py").write_text('#!/bin/sh\n[ "$1" = -c ] && echo "einops==0.8.1"\nexit 0\n')  # answers every call
+    (work / "py").chmod(0o755)
+    done = subprocess.run(["bash", str(script), "cpu", "wheels"], cwd=work, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "PYTHON": "./py"}, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "wheels").is_dir() and not (script.parents[1] / "wheels").exists()
