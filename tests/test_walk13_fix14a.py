@@ -136,3 +136,79 @@ def test_wheelhouse_reads_relative_paths_where_they_were_typed(tmp_path):
                           env={"PATH": os.environ["PATH"], "PYTHON": "./py"}, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "wheels").is_dir() and not (script.parents[1] / "wheels").exists()
+
+
+def _pyproject_dependencies():
+    import re
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return [re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0] for req in project["dependencies"]]
+
+
+def test_the_dependency_table_is_pyprojects():
+    """A26: start.DEPENDENCY_MODULES names every distribution of pyproject's dependencies, each by its own module."""
+    from importlib.metadata import packages_distributions
+
+    from nodeweave.start import DEPENDENCY_MODULES
+
+    def key(name):
+        return name.lower().replace("_", "-")
+
+    assert sorted(map(key, DEPENDENCY_MODULES.values())) == sorted(map(key, _pyproject_dependencies()))
+    installed = packages_distributions()
+    for module, dist in DEPENDENCY_MODULES.items():
+        assert key(dist) in {key(d) for d in installed.get(module, [])}, (module, dist)
+
+
+# a command that imports each dependency (or, python_on_whales, none that needs no engine: said by the verb's own
+# import, met late) -> the argv that meets it missing
+MEETS = {"typer": ["--help"], "yaml": ["validate"], "jinja2": ["render", "all", "--dry-run"],
+         "rich": ["up", "--dry-run"], "shellingham": ["--help"], "python_on_whales": None}
+
+BLOCK = """
+import sys
+blocked, argv = sys.argv[1], sys.argv[2:]
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+sys.argv = ["nodeweave", *argv]
+import nodeweave.start as start
+if argv == ["late"]:  # a verb that imports it after the command line loaded
+    import nodeweave.cli as cli
+    cli.main = lambda: __import__(blocked)
+sys.exit(start.main())
+"""
+
+
+@pytest.mark.parametrize("module", sorted(MEETS))
+def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path, module):
+    """A26: the wheel installed with --no-deps (an offline box): `nodeweave --help` printed ModuleNotFoundError's
+    traceback for typer; now one line naming the distribution, this Python and the fix, exit 3, for every
+    dependency, met while the command line loads or by a verb that imports it late."""
+    (tmp_path / "nodeweave.yaml").write_text((REPO / "nodeweave.yaml").read_text())
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text((REPO / "examples" / "train.py").read_text())
+    argv = MEETS[module] or ["late"]
+    done = subprocess.run([sys.executable, "-c", BLOCK, module, *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src"), "HOME": str(tmp_path.parent)})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr
+    line = one_line(done.stderr)
+    from nodeweave.start import DEPENDENCY_MODULES
+
+    named = DEPENDENCY_MODULES.get(module, f"the module {module}")
+    assert line.startswith(f"nodeweave: error: the command line needs {named}"), line
+    assert sys.prefix in line and "without --no-deps" in line, line
+
+
+def test_a_missing_module_of_nodeweaves_own_is_still_its_traceback():
+    """A26: only a dependency is said as the machine's lack; a missing module of nodeweave itself is a bug."""
+    from nodeweave.start import missing_dependency
+
+    assert missing_dependency(ModuleNotFoundError("x", name="nodeweave.nothing")) is None
+    assert missing_dependency(ModuleNotFoundError("x", name="torch"), loaded=True) is None
+    assert "typer" in missing_dependency(ModuleNotFoundError("x", name="typer"))
