@@ -51,7 +51,7 @@ def bench(
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
     iters: int = typer.Option(20, "--iters", min=1, help="timed iterations per size"),
     warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
-    nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
+    nproc: str = typer.Option("auto", "--nproc", help="processes on this node, 1 to 1024 (auto: one per GPU, 2 on CPU)"),
     backend: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
     dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16 (fp32, bf16, fp16 too)"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "

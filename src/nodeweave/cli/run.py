@@ -51,7 +51,7 @@ def run_command(
     profile: Optional[str] = typer.Option(None, "--profile", autocompletion=complete_from("nsys", "rocprofv3"), help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
-                                                 "(a number, or auto); a node refuses more than its usable GPUs"),
+                                                 "(1 to 1024, or auto); a node refuses more than its usable GPUs"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
                                                "(node 0 the master), as torchrun's --nnodes; under recovery only the whole job (a "
                                                "no-op), any other count refused"),
