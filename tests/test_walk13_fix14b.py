@@ -60,3 +60,56 @@ def test_the_dry_run_refuses_what_every_node_would(spec, verb, flag):  # noqa: F
         assert out.returncode == 2 and "NPROC_PER_NODE" not in out.stdout, out.stdout + out.stderr
         assert out.stderr.strip().endswith("or auto (one per usable GPU)") and "Traceback" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# --- this machine: bench's gloo ranks and the local target's nodes are processes of the machine itself -----------
+
+def test_what_this_machine_holds_counts_every_process_of_every_node():
+    """A25, A24: the local target's rule (walk7 B29) counts processes, not containers alone."""
+    from nodeweave.cluster.backends.local import machine_too_small, torch_processes_fit
+
+    assert torch_processes_fit(cpus=2, memory=24 << 30)[0] == 8
+    assert machine_too_small(2, cpus=2, memory=24 << 30, processes=4) == []
+    [line] = machine_too_small(2, cpus=2, memory=24 << 30, processes=5)
+    assert line.startswith("2 node container(s) x 5 processes (10) on this machine (2 CPU(s), 24 GiB)"), line
+    assert "about 8 fit here" in line
+
+
+LOCAL_SPEC = "name: fit\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: GPUS\nlauncher: {script: train.py}\n"
+
+
+def _members(tmp_path):
+    """(what the user typed, its command line, the flag or field the refusal names): every way of asking for more
+    processes than this machine holds."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    return {
+        "bench --nproc": (["bench", "--dry-run", "--sizes", "1K", "--backend", "gloo", "--nproc", "1024"],
+                          "1", "--nproc 1024 is not accepted on CPU", 1024),
+        "run --nproc-per-node": (["run", "--dry-run", "--target", "local", "--nproc-per-node", "1024", "--",
+                                  "train.py"], "1", "--nproc-per-node 1024: 2 node container(s) x 1024", 2048),
+        "the spec's gpus_per_node": (["run", "--dry-run", "--target", "local", "--", "train.py"], "1024",
+                                     "nodeweave.yaml: gpus_per_node: 1024: 2 node container(s) x 1024", 2048),
+    }
+
+
+@pytest.mark.parametrize("member", ["bench --nproc", "run --nproc-per-node", "the spec's gpus_per_node"])
+def test_more_processes_than_this_machine_holds_are_refused_before_any_start(tmp_path, member):
+    """A24, A25: 1024 gloo ranks (or 2 local nodes of 1024 processes) on this machine are refused, exit 2, in one
+    line naming what fits, the dry run too; the count that fits is taken."""
+    from nodeweave.cluster.backends.local import torch_processes_fit
+
+    argv, gpus, refusal, processes = _members(tmp_path)[member]
+    fits = torch_processes_fit()[0]
+    if processes <= fits:
+        pytest.skip(f"this machine holds {fits} torch processes")
+    (tmp_path / "nodeweave.yaml").write_text(LOCAL_SPEC.replace("GPUS", gpus))
+    out = cli_run.nodeweave(*argv, cwd=tmp_path, env=cli_run.CLEAN)
+    assert out.returncode == 2 and refusal in out.stderr and f"about {fits}" in out.stderr, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "NPROC_PER_NODE" not in out.stdout, out.stderr
+    most = fits if member == "bench --nproc" else fits // 2
+    assert f" 1 to {most} " in out.stderr, out.stderr
+    if member == "the spec's gpus_per_node":
+        return
+    taken = [str(most) if word == "1024" else word for word in argv]
+    out = cli_run.nodeweave(*taken, cwd=tmp_path, env=cli_run.CLEAN)
+    assert out.returncode == 0 and f"NPROC_PER_NODE={most}" in out.stdout, out.stdout + out.stderr

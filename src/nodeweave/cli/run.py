@@ -51,7 +51,8 @@ def run_command(
     profile: Optional[str] = typer.Option(None, "--profile", autocompletion=complete_from("nsys", "rocprofv3"), help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
-                                                 "(1 to 1024, or auto); a node refuses more than its usable GPUs"),
+                                                 "(1 to 1024, or auto); a node refuses more than its usable GPUs, the local "
+                                                 "target more than this machine holds"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
                                                "(node 0 the master), as torchrun's --nnodes; under recovery only the whole job (a "
                                                "no-op), any other count refused"),
@@ -139,6 +140,7 @@ def run_command(
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
                                  backend.grow_hint(nodes_wanted or 0))
+    _refuse_past_this_machine(backend, nodes, nproc_per_node, spec, spec_path)
     parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
@@ -338,6 +340,24 @@ def recovery_shape_note(spec, count: Optional[int], node: List[str], everyone=No
     raise UsageError(f"{given} is not accepted under recovery ({shape}{floor}): the recovery places every node and "
                      "a node's count is its generation's, so a run cannot pick nodes; leave it out (the run uses "
                      "every node), or change `nodes`/`recovery.spares` in the spec and `nodeweave up` again")
+
+
+def _refuse_past_this_machine(backend, nodes, nproc: Optional[str], spec, spec_path: Path) -> None:
+    """On the local target every node is a container on this machine, and each of its processes a CPU process
+    importing torch: a run of more than this machine holds (``local.torch_processes_fit``, the rule its ``up``
+    note counts by) is refused before any starts, naming the count that fits (walk13 A25: ``--nproc-per-node
+    100000`` planned 200000 processes on a 2-CPU machine). One process a node is ``up``'s own question (a note)."""
+    if backend.target != "local":
+        return
+    from nodeweave.cluster.backends.local import cpu_processes, machine_too_small, spec_processes, torch_processes_fit
+
+    per_node = cpu_processes(nproc) if nproc is not None else spec_processes(spec)
+    too_many = machine_too_small(len(nodes), processes=per_node, ask=False) if per_node > 1 else []
+    if too_many:
+        given = f"--nproc-per-node {nproc}" if nproc is not None else f"{spec_path.name}: gpus_per_node: {spec.gpus_per_node}"
+        most = max(1, torch_processes_fit()[0] // len(nodes))
+        raise UsageError(f"{given}: {too_many[0]}; accepted: --nproc-per-node 1 to {most} for {len(nodes)} node(s) "
+                         "on the local target here, or a cluster target (-t kubernetes, -t slurm or -t hosts)")
 
 
 def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[str]:
