@@ -89,13 +89,16 @@ def _members(tmp_path):
                                   "train.py"], "1", "--nproc-per-node 1024: 2 node container(s) x 1024", 2048),
         "the spec's gpus_per_node": (["run", "--dry-run", "--target", "local", "--", "train.py"], "1024",
                                      "nodeweave.yaml: gpus_per_node: 1024: 2 node container(s) x 1024", 2048),
+        "up --run": (["up", "--run", "--dry-run", "--target", "local"], "1024",
+                     "nodeweave.yaml: gpus_per_node: 1024: 2 node container(s) x 1024", 2048),
     }
 
 
-@pytest.mark.parametrize("member", ["bench --nproc", "run --nproc-per-node", "the spec's gpus_per_node"])
+@pytest.mark.parametrize("member", ["bench --nproc", "run --nproc-per-node", "the spec's gpus_per_node", "up --run"])
 def test_more_processes_than_this_machine_holds_are_refused_before_any_start(tmp_path, member):
-    """A24, A25: 1024 gloo ranks (or 2 local nodes of 1024 processes) on this machine are refused, exit 2, in one
-    line naming what fits, the dry run too; the count that fits is taken."""
+    """A24, A25: 1024 gloo ranks (or 2 local nodes of 1024 processes: the flag's, the spec's for `run` and `up
+    --run`) on this machine are refused, exit 2, in one line naming what fits; a flag's value in the dry run too,
+    the spec's count there said as what the real run or up would end with; the count that fits is taken."""
     from nodeweave.cluster.backends.local import torch_processes_fit
 
     argv, gpus, refusal, processes = _members(tmp_path)[member]
@@ -103,13 +106,19 @@ def test_more_processes_than_this_machine_holds_are_refused_before_any_start(tmp
     if processes <= fits:
         pytest.skip(f"this machine holds {fits} torch processes")
     (tmp_path / "nodeweave.yaml").write_text(LOCAL_SPEC.replace("GPUS", gpus))
+    most = fits if member == "bench --nproc" else fits // 2
     out = cli_run.nodeweave(*argv, cwd=tmp_path, env=cli_run.CLEAN)
+    if member in ("the spec's gpus_per_node", "up --run"):  # the spec's count: the dry run says the real exit
+        verb = argv[0]
+        assert out.returncode == 0 and f"the real {verb} would end with exit 2: {refusal}" in out.stdout, out.stdout
+        assert f"accepted: gpus_per_node: 1 to {most} " in out.stdout, out.stdout
+        if verb == "run":  # the real run refuses before asking for any node (no engine needed)
+            real = cli_run.nodeweave(*[w for w in argv if w != "--dry-run"], cwd=tmp_path, env=cli_run.CLEAN)
+            assert real.returncode == 2 and refusal in real.stderr and "Traceback" not in real.stderr, real.stderr
+        return
     assert out.returncode == 2 and refusal in out.stderr and f"about {fits}" in out.stderr, out.stdout + out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "NPROC_PER_NODE" not in out.stdout, out.stderr
-    most = fits if member == "bench --nproc" else fits // 2
     assert f" 1 to {most} " in out.stderr, out.stderr
-    if member == "the spec's gpus_per_node":
-        return
     taken = [str(most) if word == "1024" else word for word in argv]
     out = cli_run.nodeweave(*taken, cwd=tmp_path, env=cli_run.CLEAN)
     assert out.returncode == 0 and f"NPROC_PER_NODE={most}" in out.stdout, out.stdout + out.stderr
