@@ -149,7 +149,7 @@ def test_sweep_over_a_harmless_variable_ranks_every_launch(tmp_path):
     (["--sizes", "12Q"], "--sizes: '12Q' is not a size"),
     (["--sweep", "NCCL_ALGO"], "--sweep 'NCCL_ALGO' is not accepted: VAR=VALUE"),
     (["--ops", "all_to_all"], "--ops: unknown operation 'all_to_all'"),
-    (["--nproc", "zero"], "--nproc: 'zero' is not a process count"),
+    (["--nproc", "zero"], "--nproc 'zero' is not accepted: processes per node"),
     (["--backend", "mpi"], "--backend: 'mpi' is not a backend"),
 ])
 def test_bad_flags_exit_2_with_a_clear_message(tmp_path, args, needle):

@@ -37,7 +37,7 @@ def test_overrides_go_in_front_of_every_nodes_entrypoint(spec):  # noqa: F811
     (["--nodes", "3"], "--nodes 3 is not accepted: this cluster has 2 node(s)"),
     (["--nodes", "0"], "--nodes 0 is not accepted"),
     (["--launcher", "mpirun"], "--launcher 'mpirun' is not accepted: torchrun, deepspeed, accelerate, command"),
-    (["--nproc-per-node", "lots"], "--nproc-per-node 'lots' is not accepted: a whole number of at least 1, or auto"),
+    (["--nproc-per-node", "lots"], "--nproc-per-node 'lots' is not accepted: processes per node, a whole number from 1 to 1024"),
 ])
 def test_overrides_that_cannot_hold_are_refused_in_one_line(spec, args, message):  # noqa: F811
     out = nodeweave(spec, "run", *args, "--dry-run")

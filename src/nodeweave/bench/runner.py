@@ -53,8 +53,9 @@ class BenchConfig:
             raise UsageError(f"--iters {self.iters} is not accepted: 1 or more")
         if self.warmup < 0:
             raise UsageError(f"--warmup {self.warmup} is not accepted: 0 or more")
-        if self.nproc != "auto" and not (self.nproc.isdigit() and int(self.nproc) >= 1):
-            raise UsageError(f"--nproc: {self.nproc!r} is not a process count; expected a positive integer or 'auto'")
+        from nodeweave.cluster.overrides import process_count
+
+        process_count(self.nproc, "--nproc")  # the one rule of a processes-per-node flag (walk13 A24)
 
 
 @dataclass

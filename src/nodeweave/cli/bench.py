@@ -51,7 +51,8 @@ def bench(
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
     iters: int = typer.Option(20, "--iters", min=1, help="timed iterations per size"),
     warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
-    nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
+    nproc: str = typer.Option("auto", "--nproc", help="processes on this node, 1 to 1024 (auto: one per GPU, 2 on CPU; on CPU "
+                       "no more than this machine holds)"),
     backend: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
     dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16 (fp32, bf16, fp16 too)"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
@@ -144,6 +145,7 @@ def bench(
     console = err_console if data_out else people_console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
+    _refuse_processes_past_this_machine(config)
     _refuse_sizes_past_memory(config)
     _judge_sizes_measured(config, sizes)
     if dry_run:
@@ -203,6 +205,25 @@ def _refuse_what_this_machine_cannot_run(backend: str, swept: "list[str]") -> No
                          "where a GPU is seen, else gloo)")
     raise UsageError(f"--sweep {inert[0]}: no GPU here, so the launches run gloo, which reads no NCCL_*/RCCL_* "
                      "variable: every point would measure the same; accepted: a GPU machine, or leave the sweep out")
+
+
+def _refuse_processes_past_this_machine(config) -> None:
+    """On CPU (gloo) every rank is a process of this machine importing torch: more than it holds
+    (``local.torch_processes_fit``, the rule the local target's nodes are counted by) is refused before any launch,
+    naming the count that fits (walk13 A24: ``--nproc 200`` on a 2-CPU machine was planned, exit 0). A GPU
+    machine's ranks are its GPUs, judged by the launch."""
+    from nodeweave.cluster.backends.local import NODES_PER_CPU, torch_processes_fit
+    from nodeweave.entrypoint import detect
+
+    if config.backend == "nccl" or (config.backend == "auto" and detect().gpus.count) or not config.nproc.isdigit():
+        return
+    fits, cpus, memory = torch_processes_fit()
+    if int(config.nproc) > fits:
+        size = f", {memory / 2**30:.0f} GiB" if memory else ""
+        raise UsageError(f"--nproc {config.nproc} is not accepted on CPU: each gloo rank is a process of this machine "
+                         f"importing torch (~0.5 GiB, at most {NODES_PER_CPU} a CPU), and this machine ({cpus} "
+                         f"CPU(s){size}) holds about {fits}; accepted: --nproc 1 to {fits} here, or a GPU machine "
+                         "(one rank per GPU)")
 
 
 BUFFERS_PER_PROCESS = 2  # at least: a size's input and output (or the check's pattern) in each process's memory

@@ -66,6 +66,12 @@ def up_command(
                                           judge_backend=judge_up_flags)
     refuse_unwritable_state(backend.spec_dir, spec.name)
     mode = up_mode(spec)
+    from nodeweave.cli.run import past_this_machine
+
+    # the spec's job starts with the nodes: its processes judged as `run` judges them (walk13 A25)
+    crowded = past_this_machine(backend, spec.containers, None, spec, spec_path) if mode == "run" else ""
+    if crowded and not dry_run:
+        raise UsageError(f"{crowded}; nothing was started or recorded")
     out = console(stderr=is_data(fmt))
     timeout = UP_TIMEOUT if timeout is None else timeout
     plan = backend.plan_up(mode, image, timeout, wait,
@@ -108,7 +114,8 @@ def up_command(
     unpullable = _unpullable(backend, plan)
     mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
     said = [*([f"the real up would end with exit 2: {certain}" if certain else f"note: {missing}"] if missing
-              else []), *(f"note: {note}" for note in mounted),
+              else []), *([f"the real up would end with exit 2: {crowded}"] if crowded else []),
+            *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
     if unchanged:  # compose's habit: nodes already up as this up starts them are left running (walk12c C7)

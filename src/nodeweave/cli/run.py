@@ -51,7 +51,8 @@ def run_command(
     profile: Optional[str] = typer.Option(None, "--profile", autocompletion=complete_from("nsys", "rocprofv3"), help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
-                                                 "(a number, or auto); a node refuses more than its usable GPUs"),
+                                                 "(1 to 1024, or auto); a node refuses more than its usable GPUs, the local "
+                                                 "target more than this machine holds"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
                                                "(node 0 the master), as torchrun's --nnodes; under recovery only the whole job (a "
                                                "no-op), any other count refused"),
@@ -139,6 +140,9 @@ def run_command(
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
                                  backend.grow_hint(nodes_wanted or 0))
+    crowded = past_this_machine(backend, len(nodes), nproc_per_node, spec, spec_path)
+    if crowded and (nproc_per_node is not None or not dry_run):  # a flag's value is refused in a dry run too
+        raise UsageError(crowded)
     parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
@@ -158,6 +162,7 @@ def run_command(
                 spec, spec_path, command, launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     said += [f"the real run would end with exit 2: {missing}"] if missing else []
+    said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
     if profile is not None:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
@@ -338,6 +343,27 @@ def recovery_shape_note(spec, count: Optional[int], node: List[str], everyone=No
     raise UsageError(f"{given} is not accepted under recovery ({shape}{floor}): the recovery places every node and "
                      "a node's count is its generation's, so a run cannot pick nodes; leave it out (the run uses "
                      "every node), or change `nodes`/`recovery.spares` in the spec and `nodeweave up` again")
+
+
+def past_this_machine(backend, nodes: int, nproc: Optional[str], spec, spec_path: Path) -> str:
+    """On the local target every node is a container on this machine, and each of its processes a CPU process
+    importing torch: why a run of more than this machine holds (``local.torch_processes_fit``, the rule its ``up``
+    note counts by) is refused before any starts, naming the count that fits, or "" (walk13 A25:
+    ``--nproc-per-node 100000`` planned 200000 processes on a 2-CPU machine); ``up --run`` (the spec's job started
+    by up) is judged so too. ``nodes``: how many run. One process a node is ``up``'s own question (a note)."""
+    if backend.target != "local":
+        return ""
+    from nodeweave.cluster.backends.local import cpu_processes, machine_too_small, spec_processes, torch_processes_fit
+
+    per_node = cpu_processes(nproc) if nproc is not None else spec_processes(spec)
+    too_many = machine_too_small(nodes, processes=per_node, ask=False) if per_node > 1 else []
+    if too_many:
+        given = f"--nproc-per-node {nproc}" if nproc is not None else f"{spec_path.name}: gpus_per_node: {spec.gpus_per_node}"
+        most = max(1, torch_processes_fit()[0] // nodes)
+        instead = "--nproc-per-node" if nproc is not None else "gpus_per_node:"
+        return (f"{given}: {too_many[0]}; accepted: {instead} 1 to {most} for {nodes} node(s) on the local target "
+                "here, or a cluster target (-t kubernetes, -t slurm or -t hosts)")
+    return ""
 
 
 def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[str]:

@@ -19,6 +19,21 @@ from nodeweave.errors import UsageError
 from nodeweave.spec.model import LAUNCHERS
 
 
+def process_count(text: str, flag: str) -> str:
+    """``text`` of a processes-per-node flag (``run --nproc-per-node``, ``bench --nproc``), judged as the spec's
+    ``gpus_per_node`` and every node's entrypoint judge it: ``auto``, or 1 to ``NPROC_MAX`` in plain ASCII digits
+    (``contract.plain_int``). Refused here, before any node or launch is planned (walk13 A25, A24: 100000 was
+    planned into every node, and ``٢``, which Python's ``isdigit`` takes, was handed to nodes that refuse it)."""
+    from nodeweave.entrypoint.planning.contract import NPROC_MAX, plain_int
+
+    if text == "auto" or (plain_int(text) and 1 <= int(text) <= NPROC_MAX):
+        return text
+    past = " (more than nodeweave plans for one node)" if plain_int(text) and int(text) > NPROC_MAX else ""
+    raise UsageError(f"{flag} {text!r}{past} is not accepted: processes per node, a whole number from 1 to "
+                     f"{NPROC_MAX} in plain decimal digits (e.g. 8; the spec's gpus_per_node range), or auto (one "
+                     "per usable GPU)")
+
+
 def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optional[int] = None,
                   launcher: Optional[str] = None, grow: str = "scale the cluster first") -> Tuple[List, Dict[str, str]]:
     """(the first ``nodes`` of the cluster, which this run uses, the variables every node's entrypoint gets in
@@ -26,10 +41,7 @@ def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optiona
     (``Backend.grow_hint``)."""
     env: Dict[str, str] = {}
     if nproc is not None:
-        if nproc != "auto" and not (nproc.isdigit() and int(nproc) >= 1):
-            raise UsageError(f"--nproc-per-node {nproc!r} is not accepted: a whole number of at least 1, or auto "
-                             "(one process per usable GPU)")
-        env["NODEWEAVE_NPROC_PER_NODE"] = nproc
+        env["NODEWEAVE_NPROC_PER_NODE"] = process_count(nproc, "--nproc-per-node")
     if launcher is not None:
         if launcher not in LAUNCHERS:
             raise UsageError(f"--launcher {launcher!r} is not accepted: {', '.join(LAUNCHERS)}")

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from nodeweave.entrypoint import bounded
 from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
@@ -294,7 +294,7 @@ class LocalCluster(Backend):
 
         given = dict(self._up_env("hold", image))
         read = interpolated(self.up_compose)
-        return [*machine_too_small(self.spec.containers),
+        return [*machine_too_small(self.spec.containers, processes=spec_processes(self.spec)),
                 image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self._image_of_another(image),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
@@ -477,13 +477,11 @@ TORCH_NODE_BYTES = 1 << 29  # one node container importing torch on the CPU: ~0.
 NODES_PER_CPU = 4  # a few small simulated nodes share a CPU well (the tests run 3 on 2 CPUs); more starve
 
 
-def machine_too_small(containers: int, cpus: Optional[int] = None, memory: Optional[int] = None) -> List[str]:
-    """A line when the local target would start more node containers than this machine can hold: more than
-    ``NODES_PER_CPU`` a CPU, or than its memory at ~0.5 GiB a node (walk7 B29: a 2,048-node spec planned 2,048
-    containers on a 2-CPU VM with only the note that the local target simulates every node on its CPU). A spec
-    that size is meant for a cluster target; the line names them."""
-    import os
-
+def torch_processes_fit(cpus: Optional[int] = None, memory: Optional[int] = None) -> Tuple[int, int, int]:
+    """(about how many processes importing torch on the CPU this machine holds, its CPUs, its memory in bytes or
+    0 when unknown): ``NODES_PER_CPU`` a CPU, and ~0.5 GiB of memory each. The one rule of what this machine holds,
+    for the local target's node containers and their processes and for bench's gloo ranks (walk7 B29, walk13 A24,
+    A25)."""
     cpus = cpus if cpus is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                           else os.cpu_count() or 1)
     if memory is None:
@@ -493,9 +491,36 @@ def machine_too_small(containers: int, cpus: Optional[int] = None, memory: Optio
         except (OSError, StopIteration, ValueError, IndexError):
             memory = 0
     fits = min(NODES_PER_CPU * cpus, memory // TORCH_NODE_BYTES) if memory else NODES_PER_CPU * cpus
-    if containers <= max(fits, 1):
+    return max(fits, 1), cpus, memory
+
+
+def cpu_processes(count) -> int:
+    """Processes per node on the local target's CPU nodes from a count given (the spec's ``gpus_per_node``, ``run
+    --nproc-per-node``): ``auto`` there is 1, as every node's entrypoint reads it with no GPU."""
+    return int(count) if str(count).isdigit() else 1
+
+
+def spec_processes(spec) -> int:
+    """Processes per node the local target's nodes run from the spec: its ``gpus_per_node`` on a cpu variant's
+    spec; a GPU spec's nodes run ``auto`` there, 1 on their CPU (``targets/compose/local.py``)."""
+    from nodeweave.catalogue import get_variant
+
+    return cpu_processes(spec.gpus_per_node) if get_variant(spec.image.variant).vendor == "cpu" else 1
+
+
+def machine_too_small(containers: int, cpus: Optional[int] = None, memory: Optional[int] = None,
+                      processes: int = 1, ask: bool = True) -> List[str]:
+    """A line when the local target would start more node containers, or processes in them (``processes`` a
+    node: on the local target's CPU nodes each imports torch), than this machine can hold (``torch_processes_fit``;
+    walk7 B29: a 2,048-node spec planned 2,048 containers on a 2-CPU VM with only the note that the local target
+    simulates every node on its CPU). A spec that size is meant for a cluster target; the line names them (``ask``:
+    a caller naming its own remedy leaves them out)."""
+    fits, cpus, memory = torch_processes_fit(cpus, memory)
+    if containers * processes <= fits:
         return []
-    return [f"{containers} node containers on this machine ({cpus} CPU(s)"
+    many = (f"{containers} node containers" if processes == 1 else
+            f"{containers} node container(s) x {processes} processes ({containers * processes})")
+    return [f"{many} on this machine ({cpus} CPU(s)"
             + (f", {memory / 2**30:.0f} GiB" if memory else "") + f"): each imports torch (~0.5 GiB), so about "
-            f"{max(fits, 1)} fit here; the local target is for trying a few nodes: did you mean -t kubernetes, "
-            "-t slurm or -t hosts?"]
+            f"{fits} fit here" + ("; the local target is for trying a few nodes: did you mean -t kubernetes, "
+                                  "-t slurm or -t hosts?" if ask else "")]
