@@ -94,3 +94,49 @@ def test_10_a_node_back_from_an_edited_environment_is_turned_away_alone_the_job_
     book = json.loads(next(tmp_path.glob("n0/**/recovery.json")).read_text())
     assert book["members"] == [0, 2], book
 
+
+def _tree(pid):
+    """``pid`` and every process under it (its launcher, the ranks, a warm-start process), read from /proc."""
+    import os
+
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+@pytest.mark.parametrize("freeze_s", [15, 35])
+def test_15_16_node_0_frozen_past_the_heartbeat_recovery_goes_on_with_every_node(tmp_path, freeze_s):
+    """B15 (a 35 s freeze), B16 (15 s: a swap storm, a live migration, a long GC): node 0's entrypoint, launcher
+    and rank stopped (SIGSTOP) past the 10 s heartbeat, then continued. The others declared node 0 lost and waited
+    to check in with it again; node 0 thawed, called them lost, ended the job "(every node exits 8)" and exited 8
+    while node 1 and the spare waited wait_timeout for it. Now node 0 sees it was the one silent: the generation
+    ends as node 0's own fault, the others check in again with the same node 0 process, the spare takes node 0's
+    training slot, and every node finishes the job (exit 0)."""
+    import os
+
+    nodes = start(tmp_path, RUN, spares=1)
+    wait_for_step(nodes[0], 8)
+    frozen = _tree(nodes[0].proc.pid)
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(freeze_s)
+    for pid in frozen:
+        os.kill(pid, signal.SIGCONT)
+    codes = finish(nodes, 240)
+    said = [node.text() for node in nodes]
+    assert codes == [0, 0, 0], said
+    assert "this node itself was silent for" in said[0] and "every node exits 8" not in said[0], said[0]
+    book = json.loads(next(tmp_path.glob("n0/**/recovery.json")).read_text())
+    assert [(h["node"], h["cause"]) for h in book["history"]] == [(0, "lost")], book["history"]
+    assert sorted(book["members"]) == [1, 2], book
