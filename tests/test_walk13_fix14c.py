@@ -136,7 +136,7 @@ def test_15_16_node_0_frozen_past_the_heartbeat_recovery_goes_on_with_every_node
     codes = finish(nodes, 240)
     said = [node.text() for node in nodes]
     assert codes == [0, 0, 0], said
-    assert "this node itself was silent for" in said[0] and "every node exits 8" not in said[0], said[0]
+    assert "node 0 itself was silent for" in said[0] and "every node exits 8" not in said[0], said[0]
     book = json.loads(next(tmp_path.glob("n0/**/recovery.json")).read_text())
     assert [(h["node"], h["cause"]) for h in book["history"]] == [(0, "lost")], book["history"]
     assert sorted(book["members"]) == [1, 2], book

@@ -646,7 +646,7 @@ class HubWatch(HubStall, Watch):
         if not self.recovery or self.paused is None or self.clock() - self.paused[1] > PAUSED_S:
             return False
         if self.failure is None:
-            how = (f"this node itself was silent for {self.paused[0]:.0f}s (its process stopped: SIGSTOP, a "
+            how = (f"node 0 itself was silent for {self.paused[0]:.0f}s (its process stopped: SIGSTOP, a "
                    f"suspended VM or a long pause), longer than the other nodes wait for its heartbeat "
                    f"({LOST_S:g}s), so they declared it lost; they check in again")
             report = {"how": how, "tail": [], "declared_lost_by": "the other nodes"}
