@@ -54,6 +54,8 @@ def test_10_a_node_apart_from_node_0_is_set_aside_alone_at_a_regather(check):
     if check == "faults":
         assert "stall_timeout 900 (node 0: 600)" in why, why
     assert judge([own, fine], 0, 4, "accelerate")["decision"] == "start"
+    # node 0 come back to a running job is the newcomer: its settings are not the job's, nothing is set aside
+    assert set_aside([own, odd, fine], nnodes_max=4, launcher="accelerate", apart=False) == []
 
 
 def test_10_reachability_keeps_its_own_log_words_and_allow_list():

@@ -249,15 +249,17 @@ REACHABILITY = ("address", "connect-back")  # the rules about one node's network
 APART = ("nodes", "launcher", "faults", "vendor", "nccl", "rccl", "torch", "image", "workspace", "processes")
 
 
-def set_aside(entries, allow=(), nnodes_max=1, launcher=None):
+def set_aside(entries, allow=(), nnodes_max=1, launcher=None, apart=True):
     """[(entry, why, check name)] for the nodes recovery's regather leaves out rather than refusing the whole job
     for them, as the first check-in does: those node 0 cannot reach as their peers must (the address and
     connect-back rules, unless ``allow`` lets them start: one node's path going bad mid-job) and those whose
     settings are apart from node 0's (``APART``: a node come back from an edited environment; the running job's
-    are node 0's). Each node once, under the first rule that names it."""
+    are node 0's; ``apart`` False where node 0 is the newcomer, come back to a running job: then its settings are
+    not the job's, and such a difference refuses the job as before). Each node once, under the first rule that
+    names it."""
     found, named = [], set()
     for check in checks(nnodes_max, launcher):
-        if check.severity != REFUSE or check.name not in REACHABILITY + APART:
+        if check.severity != REFUSE or check.name not in REACHABILITY + (APART if apart else ()):
             continue
         if check.name in allow and check.name in ALLOWABLE:
             continue

@@ -205,7 +205,8 @@ class HubSide:
             if late and all(node in came for node in range(self.config.slots)):
                 self.log(f"recovery: spare(s) {listed(late)} have not checked in by the deadline: the job starts "
                          "without them; each joins as a spare when it comes")
-        aside = self.checkin.unreachable() if regather else {}
+        # node 0 come back to a running job (no book yet) is the newcomer: its settings are not the job's (B10)
+        aside = self.checkin.unreachable(apart=book is not None) if regather else {}
         unreachable = {peer.fp.get("rank"): why for peer, (why, _) in aside.items()}
         from ..checkin.verdict import REACHABILITY
 
