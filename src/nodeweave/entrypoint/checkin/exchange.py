@@ -435,11 +435,15 @@ class Hub:
         self.let_undecided_go()
         return wanted - {peer.fp.get("rank") for peer in self.peers} - set(self.gone_after_abort)
 
-    def unreachable(self, allow):
-        """{peer: why} for the nodes in that node 0 cannot reach as their peers must (``verdict.unreachable``)."""
-        from .verdict import unreachable
+    def unreachable(self, allow, nnodes_max=1, launcher=None, apart=True):
+        """{peer: (why, check)} for the nodes in that recovery's regather leaves out (``verdict.set_aside``): node 0
+        cannot reach them as their peers must, or their settings are apart from node 0's."""
+        from .verdict import Entry, ordered, set_aside
 
-        return {entry.tag: why for entry, why in unreachable([peer.entry() for peer in self.peers], allow)}
+        own = Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)
+        entries = ordered([own] + [peer.entry() for peer in self.peers])
+        return {entry.tag: (why, name) for entry, why, name in set_aside(entries, allow, nnodes_max, launcher,
+                                                                                apart)}
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=(), early=False):
         """The verdict over node 0 and the nodes in, less ``without`` (peers recovery leaves out: not judged)."""

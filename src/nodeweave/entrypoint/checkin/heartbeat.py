@@ -48,6 +48,8 @@ REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the o
 STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
 HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node answers, or is gone, or is silent
 QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
+PAUSED_S = 3.0   # node 0 woke from its own silence (``HubWatch._note_pause``): nodes closing this soon after it
+                 # declared node 0 lost, and check in again (walk13b B15, B16)
 
 
 def stop_signal(code):
@@ -389,6 +391,8 @@ class HubWatch(HubStall, Watch):
         self.answered_at = None      # recovery: when a node last answered the abort (the hear-back's quiet)
         self.aborted_at = None       # when node 0 relayed the abort (clock)
         self.settling = []           # nodes checking in late whose connect-back is under way (``_late``)
+        self.tick = None             # when the loop last ran (``_note_pause``)
+        self.paused = None           # (seconds, when it ended): node 0 itself was silent longer than LOST_S
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -450,6 +454,7 @@ class HubWatch(HubStall, Watch):
             peer.last_heard = next_beat
         while not self.stopping.is_set() and not hub.board.closed:
             now = self.clock()
+            self._note_pause(now)
             if now >= next_beat:
                 self._broadcast(BEAT)
                 next_beat = now + LOST_S / HUB_BEATS
@@ -460,6 +465,7 @@ class HubWatch(HubStall, Watch):
                 return  # everyone finished (spares wait on: they hear the closing); after a failure, recovery's
                 # node 0 reads on until it has heard every node out (``_hear_every_node``)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
+            self._note_pause(self.clock())  # before reading: the nodes that closed meanwhile did so for its silence
             if accept:
                 self._accept()
             for peer in [p for p in ready if p.fp is None]:  # a `--status` or a late node: before the beats
@@ -622,7 +628,35 @@ class HubWatch(HubStall, Watch):
                 self.hub.board.let_go(peer, 0.5)  # in this loop: its close is not waited for here
                 return
 
+    def _note_pause(self, now):
+        """Node 0 itself was silent longer than a node waits for its beats (its process stopped: SIGSTOP, a
+        suspended VM, a swap storm): the nodes' silence meanwhile is not theirs (each is heard afresh from now),
+        and under recovery the nodes that closed for it are not lost (``_gone``)."""
+        if self.tick is not None and now - self.tick > LOST_S:
+            self.paused = (now - self.tick, now)
+            for peer in self.hub.peers:
+                peer.last_heard = now
+        self.tick = now
+
+    def _silent_itself(self):
+        """Under recovery, whether node 0 woke from its own silence a moment ago (``PAUSED_S``): the nodes closing
+        now declared it lost (walk13b B15, B16: node 0 called them lost, ended the job with exit 8 "on every node",
+        and they waited wait_timeout for it). Its first call ends the generation as node 0's own fault (left out of
+        training; it stays the hub), the others told and counted as coming back, as a node that paused is."""
+        if not self.recovery or self.paused is None or self.clock() - self.paused[1] > PAUSED_S:
+            return False
+        if self.failure is None:
+            how = (f"node 0 itself was silent for {self.paused[0]:.0f}s (its process stopped: SIGSTOP, a "
+                   f"suspended VM or a long pause), longer than the other nodes wait for its heartbeat "
+                   f"({LOST_S:g}s), so they declared it lost; they check in again")
+            report = {"how": how, "tail": [], "declared_lost_by": "the other nodes"}
+            self.news.put(heard(Cause.LOST, self.label, report, node=NodeId(self.hub.own_fp.get("rank", 0))))
+            self._failed(self.label, report)
+        return True
+
     def _gone(self, peer, report):
+        if not peer.stopping and self._silent_itself():  # it closed because node 0 went silent: it comes back
+            peer.stopping, self.answered_at = True, self.clock()
         # after a failure closing is what nodes do, once they answered the abort; one that did not is lost
         peer.done = dict(report, lost=self.failure is None or not peer.stopping)
         self.hub.board.forget(peer)

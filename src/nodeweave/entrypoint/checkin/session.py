@@ -245,9 +245,11 @@ class CheckIn:
                                self.plan.exchange["allow"], _missing(self.settings, self.plan), without=without,
                                early=early)
 
-    def unreachable(self):
-        """{peer: why} for the nodes in that node 0 cannot reach as peers must (``Hub.unreachable``)."""
-        return self.hub.unreachable(self.plan.exchange["allow"])
+    def unreachable(self, apart=True):
+        """{peer: (why, check)} for the nodes in that recovery's regather leaves out (``Hub.unreachable``): node 0
+        cannot reach them as peers must, or their settings are apart from node 0's."""
+        return self.hub.unreachable(self.plan.exchange["allow"], self.plan.topology.nnodes_max,
+                                    self.plan.launch.launcher, apart)
 
     def reopen(self):
         """The next generation's hub: the last one closed, a fresh one on the same port (recovery's)."""

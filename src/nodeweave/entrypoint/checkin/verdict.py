@@ -244,22 +244,49 @@ def _value(entry, field, ref, env_names=()):
 
 
 REACHABILITY = ("address", "connect-back")  # the rules about one node's network path, seen from node 0
+# the refusing rules that name the nodes whose value is apart from node 0's (``_differs``): node 0 is the reference,
+# so the node named is the one at odds, never the job (walk13b B10: a node restarted from an edited environment)
+APART = ("nodes", "launcher", "faults", "vendor", "nccl", "rccl", "torch", "image", "workspace", "processes")
 
 
-def unreachable(entries, allow=()):
-    """[(entry, why)] for the nodes node 0 cannot reach as their peers must (the address and connect-back rules,
-    unless ``allow`` lets them start): recovery's regather leaves such a node out, one node's path going bad
-    mid-job, rather than refusing the whole job as the first check-in does (a firewall seen before any work)."""
+def set_aside(entries, allow=(), nnodes_max=1, launcher=None, apart=True):
+    """[(entry, why, check name)] for the nodes recovery's regather leaves out rather than refusing the whole job
+    for them, as the first check-in does: those node 0 cannot reach as their peers must (the address and
+    connect-back rules, unless ``allow`` lets them start: one node's path going bad mid-job) and those whose
+    settings are apart from node 0's (``APART``: a node come back from an edited environment; the running job's
+    are node 0's; ``apart`` False where node 0 is the newcomer, come back to a running job: then its settings are
+    not the job's, and such a difference refuses the job as before). Each node once, under the first rule that
+    names it."""
     found, named = [], set()
-    for check in checks(1, None):
-        if check.name not in REACHABILITY or (check.name in allow and check.name in ALLOWABLE):
+    for check in checks(nnodes_max, launcher):
+        if check.severity != REFUSE or check.name not in REACHABILITY + (APART if apart else ()):
+            continue
+        if check.name in allow and check.name in ALLOWABLE:
             continue
         headline = check.says.split(":")[0].split(" (")[0]
         for entry in check.rule(entries):
             if not entry.own and id(entry) not in named:
                 named.add(id(entry))
-                found.append((entry, f"{headline}: {check.detail(entry, entries[0])}" if check.detail else headline))
+                why = f"{headline}: {check.detail(entry, entries[0])}" if check.detail else _apart(check, entry,
+                                                                                                    entries[0])
+                found.append((entry, why, check.name))
     return found
+
+
+def _apart(check, entry, ref):
+    """'headline: field value (node 0: value)' for a node whose value differs from node 0's."""
+    headline = check.says.split(":")[0].split(" (")[0]
+    if check.name in REACHABILITY:
+        return headline
+    shown = "; ".join(f"{f} {_show(_value(entry, f, ref))} (node 0: {_show(_value(ref, f, ref))})"
+                      for f in check.fields if _value(entry, f, ref) != _value(ref, f, ref))
+    return f"{headline}: {shown}" if shown else headline
+
+
+def unreachable(entries, allow=()):
+    """[(entry, why)] for the nodes node 0 cannot reach as their peers must (:func:`set_aside`'s reachability
+    rules alone)."""
+    return [(entry, why) for entry, why, name in set_aside(entries, allow) if name in REACHABILITY]
 
 
 def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True, early=False):

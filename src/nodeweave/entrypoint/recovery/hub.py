@@ -205,11 +205,17 @@ class HubSide:
             if late and all(node in came for node in range(self.config.slots)):
                 self.log(f"recovery: spare(s) {listed(late)} have not checked in by the deadline: the job starts "
                          "without them; each joins as a spare when it comes")
-        aside = self.checkin.unreachable() if regather else {}
-        unreachable = {peer.fp.get("rank"): why for peer, why in aside.items()}
-        if unreachable:
-            self.log(f"recovery: node(s) {listed(sorted(unreachable))} checked in again but node 0 cannot reach "
-                     f"them: left out (node {min(unreachable)}: {unreachable[min(unreachable)]})")
+        # node 0 come back to a running job (no book yet) is the newcomer: its settings are not the job's (B10)
+        aside = self.checkin.unreachable(apart=book is not None) if regather else {}
+        unreachable = {peer.fp.get("rank"): why for peer, (why, _) in aside.items()}
+        from ..checkin.verdict import REACHABILITY
+
+        for far, says in ((True, "node 0 cannot reach them"), (False, "their settings are apart from node 0's "
+                                                                     "(the running job's)")):
+            named = {peer.fp.get("rank"): why for peer, (why, check) in aside.items() if (check in REACHABILITY) == far}
+            if named:  # the node is left out, a spare takes its place: never the whole running job refused (B10)
+                self.log(f"recovery: node(s) {listed(sorted(named))} checked in again but {says}: left out "
+                         f"(node {min(named)}: {named[min(named)]})")
         verdict = self.checkin.judge(minimum, without=aside)
         if verdict["decision"] != "start":
             say_verdict(verdict, time.monotonic() - started, self.log)
@@ -257,9 +263,34 @@ class HubSide:
             node = peer.fp.get("rank")
             if ahead(peer, book):
                 return False
+            apart = self._apart(hub, peer)
+            if apart is not None:  # judged now, against node 0's, and turned away alone: never let in to refuse
+                return apart       # the whole job at the next regather (walk13b B10)
             peer.role = book.role_of(node).value
             return dict(verdict, recovery=book.to_json(public=True))
         return admit
+
+    def _apart(self, hub, peer):
+        """The refusal, for this node alone, of a node checking in mid-generation whose settings are apart from
+        node 0's (``verdict.set_aside``'s ``APART`` rules), or None: the same rule the regather leaves such a node
+        out by, applied when it comes back, so it hears why at once and is not counted as waiting for a place."""
+        from ..checkin.verdict import APART, Entry, set_aside
+
+        own = Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)
+        found = [(why, name) for _, why, name in set_aside([own, peer.entry()], self.plan.exchange["allow"],
+                                                           self.plan.topology.nnodes_max, self.plan.launch.launcher)
+                 if name in APART]
+        if not found:
+            return None
+        fp = peer.fp or {}
+        label = f"node {fp.get('rank')} ({fp.get('hostname')})"
+        why, check = found[0]
+        says = (f"checked in again with settings apart from the running job's (node 0's): {why}; turned away "
+                "alone, the job goes on; start it again with node 0's settings")
+        self.log(f"check-in: {label} turned away: {says}")
+        return {"decision": "refuse", "scope": "this node", "problems": [{
+            "check": check, "severity": "refuse", "allowed": False, "fields": [], "nodes": [label], "says": says}],
+            "fields": [], "rows": []}
 
     @staticmethod
     def _take_straggler(watch, fault):
