@@ -27,7 +27,9 @@ A save with no step (one folder saved over in place) is ordered by time, and
 Folders looked at: ``folder`` itself (a DCP save, which hides nothing beside
 it), its children, and folders below that hold no save themselves, three
 levels deep (``checkpoints/checkpoint_N``, ``checkpoints/run-<date>/
-checkpoint-N``, ``lightning_logs/version_0/checkpoints``). A folder with
+checkpoint-N``, ``lightning_logs/version_0/checkpoints``), at most
+``SEARCH_FOLDERS`` of them, the newest first; the folders either bound leaves
+are named in ``Scan.unscanned``. A folder with
 checkpoint-like files in no known layout is listed in ``Scan.unjudged`` (the
 node's log says so) and never handed out; a candidate that cannot be read is
 incomplete, never a traceback. Newest means the highest step; a candidate
@@ -116,6 +118,7 @@ class Scan:
         self.written_after = None  # saves not newer than this time (the storage's clock) are another job's
         self.inside = None  # the checkpoint folder's real path: a link leading out of it is never a candidate
         self.folders = 0
+        self.unscanned = []  # (path, why): folders never looked into (the folder limit, the depth): said, not silent
 
     def candidate(self, path, step, layout, judge):
         """``step``: a number, None, or a callable that reads it from the save (called once, to order)."""
@@ -324,9 +327,19 @@ def _newest_mtime(path):
     return newest
 
 
+UNSCANNED_LIMIT = (f"not looked into: the finder looks into at most {SEARCH_FOLDERS} folders (the newest first), "
+                   "and saves below these are never handed out; keep other folders (runs, logs, data, sweeps) out of "
+                   "checkpoint_dir, or point it at the folder this job saves into")
+UNSCANNED_DEEP = (f"not looked into: {SEARCH_DEPTH + 1} or more folders below checkpoint_dir (the finder looks "
+                  f"{SEARCH_DEPTH} deep), and saves there are never handed out; save nearer to checkpoint_dir, or "
+                  "point it at the folder this job saves into")
+
+
 def _search(root, result, depth):
     """The candidates in one folder: the folder itself when it is a DCP save, its children named or recognised
-    as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep."""
+    as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep, the newest
+    first, at most ``SEARCH_FOLDERS``; the folders left are noted in ``Scan.unscanned`` (walk13b B13: a newer
+    save in an unscanned folder went unseen, unsaid)."""
     result.folders += 1
     _drop_links_out(root, result)
     if ".metadata" in root or root.matching(layouts.DISTCP):
@@ -340,12 +353,18 @@ def _search(root, result, depth):
     for name in root.names:
         if root.is_dir(name):
             found, listing = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
-            if not found and not name.startswith(".") and depth < SEARCH_DEPTH:
-                below.append((name, listing))
+            if not found and not name.startswith("."):
+                if depth < SEARCH_DEPTH:
+                    below.append((name, listing))
+                elif listing is not None and _holds_saves(listing):  # saves or folders there, never looked at
+                    result.unscanned.append((root.join(name), UNSCANNED_DEEP))
     _file_candidates(root, result)
     _accelerate_siblings(accelerate, result, depth)
-    for name, listing in below:
+    # the newest folders first: at the limit, the ones left out are the oldest, never this job's own run folder
+    below.sort(key=lambda item: (-(root.mtime_ns(item[0]) or 0), item[0]))
+    for index, (name, listing) in enumerate(below):
         if result.folders >= SEARCH_FOLDERS:
+            result.unscanned.extend((root.join(left), UNSCANNED_LIMIT) for left, _ in below[index:])
             return
         if listing is None:
             try:
