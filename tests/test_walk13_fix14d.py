@@ -71,3 +71,40 @@ def test_every_bound_of_the_finder_says_the_folders_it_left(tmp_path, bound):
     assert all(os.path.isdir(path) for path in left)
     assert any("not looked into" in line and line.startswith("recovery: passed over") for line in lines), lines
     assert checkpoints.already_saved(str(ck)).count == (2 if newest is not None else 1)
+
+
+def link_back_to_the_folder(ck: Path) -> set[str]:
+    """The walker's ``loop/up -> ..``."""
+    (ck / "loop").mkdir()
+    (ck / "loop" / "up").symlink_to("..")
+    return set()
+
+
+def link_before_a_run_folder(ck: Path) -> set[str]:
+    """``a_current -> run-5``: a link to a folder the finder also walks under its own name, met first."""
+    save(ck / "run-5" / "ckpt_300.pt")
+    (ck / "a_current").symlink_to("run-5")
+    return {"run-5/ckpt_300.pt"}
+
+
+def link_to_a_saved_file(ck: Path) -> set[str]:
+    """``best/ckpt_200.pt -> ../ckpt_200.pt``: a save's file linked from another folder inside."""
+    (ck / "best").mkdir()
+    (ck / "best" / "ckpt_200.pt").symlink_to("../ckpt_200.pt")
+    return set()
+
+
+@pytest.mark.parametrize("link", [link_back_to_the_folder, link_before_a_run_folder, link_to_a_saved_file])
+def test_a_link_inside_the_folder_never_makes_a_save_twice(tmp_path, link):
+    """B2: a link inside the checkpoint folder to a folder or save there: every save counted once, named and handed
+    out by its own path, never through the link."""
+    ck = tmp_path / "ck"
+    save(ck / "ckpt_100.pt")
+    save(ck / "ckpt_200.pt")
+    real = {"ckpt_100.pt", "ckpt_200.pt"} | link(ck)  # the saves, each by its own path
+    found = checkpoints.scan(str(ck))
+    named = sorted(os.path.relpath(path, ck) for path, _, _, _ in found.candidates)
+    assert named == sorted(real)
+    assert checkpoints.already_saved(str(ck)).count == len(real)
+    newest = checkpoints.newest_complete(str(ck))
+    assert os.path.relpath(newest.path, ck) in real
