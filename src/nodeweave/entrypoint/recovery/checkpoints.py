@@ -27,7 +27,10 @@ A save with no step (one folder saved over in place) is ordered by time, and
 Folders looked at: ``folder`` itself (a DCP save, which hides nothing beside
 it), its children, and folders below that hold no save themselves, three
 levels deep (``checkpoints/checkpoint_N``, ``checkpoints/run-<date>/
-checkpoint-N``, ``lightning_logs/version_0/checkpoints``). A folder with
+checkpoint-N``, ``lightning_logs/version_0/checkpoints``), at most
+``SEARCH_FOLDERS`` of them, the newest first; the folders either bound leaves
+are named in ``Scan.unscanned``. A link inside the folder leading back into
+it never makes a second save (``_search_all``). A folder with
 checkpoint-like files in no known layout is listed in ``Scan.unjudged`` (the
 node's log says so) and never handed out; a candidate that cannot be read is
 incomplete, never a traceback. Newest means the highest step; a candidate
@@ -116,6 +119,10 @@ class Scan:
         self.written_after = None  # saves not newer than this time (the storage's clock) are another job's
         self.inside = None  # the checkpoint folder's real path: a link leading out of it is never a candidate
         self.folders = 0
+        self.unscanned = []  # (path, why): folders never looked into (the folder limit, the depth): said, not silent
+        self.looked = set()  # real paths of the folders looked into: a link back into one is not walked again
+        self.links_inside = False  # a link leading inside the folder was met: one save may have two names
+        self.base = None  # the checkpoint folder's path as given (``inside`` is where it leads)
 
     def candidate(self, path, step, layout, judge):
         """``step``: a number, None, or a callable that reads it from the save (called once, to order)."""
@@ -252,7 +259,7 @@ def scan(folder, stop_at_complete=False, written_after=None):
     except Unreadable as exc:
         result.incomplete.append((folder, str(exc)))
         return result
-    _search(root, result, 0)
+    _search_all(root, result)
     return result.judge(stop_at_complete)
 
 
@@ -287,7 +294,7 @@ def already_saved(folder):
     if result.inside is None:
         return None
     try:
-        _search(Listing(folder), result, 0)
+        _search_all(Listing(folder), result)
     except Unreadable:
         return None
     if not result.candidates:
@@ -324,9 +331,63 @@ def _newest_mtime(path):
     return newest
 
 
-def _search(root, result, depth):
+UNSCANNED_LIMIT = (f"not looked into: the finder looks into at most {SEARCH_FOLDERS} folders (the newest first), "
+                   "and saves below these are never handed out; keep other folders (runs, logs, data, sweeps) out of "
+                   "checkpoint_dir, or point it at the folder this job saves into")
+UNSCANNED_DEEP = (f"not looked into: {SEARCH_DEPTH + 1} or more folders below checkpoint_dir (the finder looks "
+                  f"{SEARCH_DEPTH} deep), and saves there are never handed out; save nearer to checkpoint_dir, or "
+                  "point it at the folder this job saves into")
+
+
+def _search_all(root, result):
+    """Every candidate under ``root`` (the checkpoint folder), each save once, under its own name: a link inside
+    the folder to a folder or save there (``loop/up -> ..``, ``latest -> checkpoint-500``) is never a second
+    save, nor the first save's name (walk13b B2: every save was counted twice and handed out as
+    ``loop/up/step-100.pt``)."""
+    result.base = root.path
+    _search(root, result, 0)
+    if result.links_inside:
+        own = result.inside.rstrip(os.sep)
+        base = root.path.rstrip(os.sep)
+
+        def real(path):
+            return _real(path) or path
+
+        def named(path):  # a path through no link: its real path is its own name below the folder
+            return own + path[len(base):] if path.startswith(base + os.sep) or path == base else None
+
+        def once(entries):
+            kept, first = [], {}
+            for entry in entries:
+                where = real(entry[0])
+                own_name = named(entry[0]) == where
+                if where in first:
+                    index, was_own = first[where]
+                    if own_name and not was_own:
+                        kept[index] = entry  # the save's own name wins over a link's
+                        first[where] = (index, True)
+                    continue
+                first[where] = (len(kept), own_name)
+                kept.append(entry)
+            return kept
+        result.candidates = once(result.candidates)
+        for notes in ("unjudged", "stepless", "pointers", "unscanned"):
+            setattr(result, notes, once(getattr(result, notes)))
+
+
+def _search(root, result, depth, through_link=False):
     """The candidates in one folder: the folder itself when it is a DCP save, its children named or recognised
-    as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep."""
+    as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep, the newest
+    first, at most ``SEARCH_FOLDERS``; the folders left are noted in ``Scan.unscanned`` (walk13b B13: a newer
+    save in an unscanned folder went unseen, unsaid). A folder reached through a link inside the checkpoint
+    folder that was already looked into is not looked into again (walk13b B2: ``loop/up -> ..``)."""
+    if through_link:
+        real = _real(root.path)
+        if real is None or real in result.looked:
+            return
+        result.looked.add(real)
+    else:
+        result.looked.add(result.inside.rstrip(os.sep) + root.path[len(result.base.rstrip(os.sep)):])
     result.folders += 1
     _drop_links_out(root, result)
     if ".metadata" in root or root.matching(layouts.DISTCP):
@@ -340,19 +401,25 @@ def _search(root, result, depth):
     for name in root.names:
         if root.is_dir(name):
             found, listing = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
-            if not found and not name.startswith(".") and depth < SEARCH_DEPTH:
-                below.append((name, listing))
+            if not found and not name.startswith("."):
+                if depth < SEARCH_DEPTH:
+                    below.append((name, listing))
+                elif listing is not None and _holds_saves(listing):  # saves or folders there, never looked at
+                    result.unscanned.append((root.join(name), UNSCANNED_DEEP))
     _file_candidates(root, result)
     _accelerate_siblings(accelerate, result, depth)
-    for name, listing in below:
+    # the newest folders first: at the limit, the ones left out are the oldest, never this job's own run folder
+    below.sort(key=lambda item: (-(root.mtime_ns(item[0]) or 0), item[0]))
+    for index, (name, listing) in enumerate(below):
         if result.folders >= SEARCH_FOLDERS:
+            result.unscanned.extend((root.join(left), UNSCANNED_LIMIT) for left, _ in below[index:])
             return
         if listing is None:
             try:
                 listing = Listing(root.join(name))
             except Unreadable:
                 continue
-        _search(listing, result, depth + 1)
+        _search(listing, result, depth + 1, through_link or root.is_link(name))
 
 
 LINKED_OUT = ("a link leading out of the checkpoint folder (to {target}): another folder's saves, a job writing there "
@@ -388,6 +455,8 @@ def _drop_links_out(root, result):
             result.stepless.append((root.join(name), LINKED_OUT.format(target=target)))
             root.names.remove(name)
             root.entries.pop(name, None)
+        else:
+            result.links_inside = True  # its saves may be met under their own name too: _search_all keeps one
 
 
 def _known_name_step(name):

@@ -160,13 +160,16 @@ def newest_checkpoint(folder, log, unjudged=None, passed_over=None, written_afte
 
     # the saves set aside on the way, as --explain names them (walk11b B14: a resume from step 160 beside
     # step-1160 in the folder, and no word of the eight newer saves cut off mid-write)
-    for phrase in grouped(found.pointers + found.incomplete, name=lambda path: os.path.relpath(path, folder)):
+    # and the folders never looked into (walk13b B13: a scan stopped at its folder limit, unsaid, while the newest
+    # save lay in a folder it never reached), at every restart
+    for phrase in grouped(found.pointers + found.incomplete + found.unscanned,
+                          name=lambda path: os.path.relpath(path, folder)):
         log(f"recovery: passed over {phrase}")
     earlier = found.earlier_line(folder)
     if earlier:
         log(f"recovery: passed over {earlier}")
     if passed_over is not None:
-        passed_over.extend(found.pointers + found.incomplete + found.unjudged + found.stepless
+        passed_over.extend(found.pointers + found.incomplete + found.unjudged + found.stepless + found.unscanned
                            + ([(folder, earlier)] if earlier else []))
     newest = found.newest()
     if found_out is not None and newest is not None:
