@@ -60,6 +60,9 @@ def parse():
     p.add_argument("--stall-timeout", type=int, default=20)
     p.add_argument("--node0-step", type=int, default=0, help="lose node 0 at this step of generation 2 and "
                    "start it again (0: never)")
+    p.add_argument("--node0-pause-step", type=int, default=0, help="freeze node 0 (SIGSTOP its whole tree, as a "
+                   "paused VM) at this step of generation 2, for --node0-pause-s, then SIGCONT (0: never)")
+    p.add_argument("--node0-pause-s", type=float, default=15.0)
     p.add_argument("--warm-start", choices=("on", "off", "both"), default="on",
                    help="recovery.warm_start: the next launcher held ready (default on); both: off, then on")
     p.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
@@ -213,6 +216,35 @@ def node_0_row(nodes, at, record):
 KINDS = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)", "node0": "node 0 lost, restarted"}
 
 
+def pause_node_0(nodes, args):
+    """At step ``--node0-pause-step`` of generation 2: SIGSTOP node 0's whole tree (entrypoint, launcher, rank) for
+    ``--node0-pause-s``, then SIGCONT: past the heartbeat the others declare it lost, and node 0, awake, must end the
+    generation as its own fault and regather them (walk13b B15/B16); the host time it woke, or None."""
+    import signal
+
+    while any(node.proc.poll() is None for node in nodes):
+        if any(int(s["gen"]) == 2 and int(s["step"]) >= args.node0_pause_step
+               for s in lines(nodes, "RECOVERY-STEP")):
+            tree = descendants(nodes[0].proc.pid, process_table())
+            signal_all(tree, signal.SIGSTOP)
+            time.sleep(args.node0_pause_s)
+            signal_all(tree, signal.SIGCONT)
+            return time.time()
+        time.sleep(0.1)
+    return None
+
+
+def pause_row(nodes, woke):
+    """'node 0 paused' and the seconds from its waking to the first step after it (the ranks' own stamps)."""
+    if woke is None:
+        return "node 0 paused: the job never reached the pause step"
+    after = sorted((float(s["t"]), int(s["gen"]), int(s["step"])) for s in lines(nodes, "RECOVERY-STEP")
+                   if float(s["t"]) > woke and int(s["gen"]) > 2)  # the next generation's (a rank woken mid-step
+    # prints the step it was in)
+    first = f"{after[0][0] - woke:.1f} s to generation {after[0][1]}'s step {after[0][2]}" if after else "no step"
+    return f"node 0 paused (SIGSTOP, whole tree) at generation 2: woke -> the next generation's first step: {first}"
+
+
 def run_once(args, warm):
     """The schedule once with ``recovery.warm_start`` = ``warm``: (rows, record, exit codes, seconds, done)."""
     folder = Path(tempfile.mkdtemp(prefix="nodeweave-gpu-recovery-"))
@@ -222,6 +254,7 @@ def run_once(args, warm):
     try:
         if args.node0_step:
             lost = lose_node_0(nodes, args)
+        woke = pause_node_0(nodes, args) if args.node0_pause_step else None
         codes = [node.wait(900) for node in nodes]
     finally:
         stop(nodes + ([lost[0]] if lost[0] else []))
@@ -230,6 +263,8 @@ def run_once(args, warm):
     every = nodes + ([lost[0]] if lost[0] else [])
     found = rows(every, record) + node_0_row(every, lost[1], record)
     done = lines(every, "RECOVERY-DONE")
+    if args.node0_pause_step:
+        print(pause_row(every, woke))
     if args.keep or any(codes):
         print(f"work folder: {folder}")
         if any(codes):
