@@ -13,7 +13,11 @@ ARGV = ["--node-rank", "3", "--nproc-per-node", "1", "--master-addr", "127.0.0.1
 def generation_plan(tmp_path, nnodes, members):
     env = one_machine_env({"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "NODEWEAVE_NNODES": nnodes,
                            "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_LAUNCHER": "torchrun"})
+    from nodeweave.entrypoint.core import build_plan
+
     gens = Generations(parse(ARGV, env), lambda line: None)
+    own = ["0" if i == 1 else word for i, word in enumerate(ARGV)]  # a rank the count holds: only its processes count
+    gens.plan = build_plan(parse(own, env))  # the node's own plan, as its start made it (its own process count)
     gens.identity = 3  # the node's container rank; it trains at its position among the members
     book = Book(generation=1, members=tuple(members))
     plan, settings = gens._generation_plan(book, {"procs": [1] * len(members)})
