@@ -256,7 +256,7 @@ def test_b3_a_generation_says_the_node_by_its_identity_and_its_training_rank_apa
     value = types.SimpleNamespace
     plan = value(topology=value(nproc_per_node=value(value=1), world_size=None, node_rank=value(value=2),
                                 nnodes=value(value=3), master_addr=value(value="127.0.0.1"),
-                                master_port=value(value=29600)),
+                                master_port=value(value=29600), node_procs=None),
                  launch=value(launcher="torchrun", argv=["torchrun"]), env=[])
     assert summary(plan, identity=1).startswith("node 1 (training rank 2 of 3), 1 process(es) each"), \
         summary(plan, identity=1)

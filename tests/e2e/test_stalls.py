@@ -176,7 +176,8 @@ def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall
     try:
         cluster.up(services=[f"{name}-0"])
         cluster.wait_log(f"{name}-0", "check-in: waiting for", timeout=60)
-        port = re.search(r"on port (\d+)", cluster.logs(f"{name}-0")).group(1)
+        # the check-in's own line: node 0 names its /metrics port first since it serves it while gathering
+        port = re.search(r"check-in: waiting for .* on port (\d+)", cluster.logs(f"{name}-0")).group(1)
         pid = container_pid(engine.kind, f"{name}-0")
         subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-A", "INPUT", "-p", "tcp", "--dport", port,
                         "-j", "DROP"], check=True, capture_output=True, text=True)
