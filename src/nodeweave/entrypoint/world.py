@@ -10,6 +10,12 @@ check-in's verdict and a recovery generation's members (walk12b B10, fix13d).
 """
 
 
+def from_a_line(source):
+    """Whether a process count was read from a hostfile's line (its source names the hostfile): such a count is
+    this node's own, kept into a recovery generation or a spare's plan, where a count set for every node is not."""
+    return "hostfile" in str(source)
+
+
 def counts_of(procs):
     """Per-node process counts as ints, in node-rank order; None when one is not known (not an int)."""
     procs = list(procs or ())

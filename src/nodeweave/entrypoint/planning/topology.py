@@ -28,7 +28,7 @@ from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
 from .variables import inherited_output_lines, unknown_lines
-from ..world import node_counts, world_size
+from ..world import from_a_line, node_counts, world_size
 
 DEFAULT_PORT = MASTER_PORT  # contract's, the example a port refusal gives too
 
@@ -214,7 +214,7 @@ def discover(settings, node, root, kube, warnings=None):
     if rank >= hi:
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}")
-    procs = None if lo != hi else node_counts(_line_slots(claims), "hostfile" in str(nproc_src), rank, hi, nproc)
+    procs = None if lo != hi else node_counts(_line_slots(claims), from_a_line(nproc_src), rank, hi, nproc)
     consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src, procs)
     consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes, procs)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))

@@ -115,7 +115,9 @@ class Generations:
             flags["master_addr"] = book.master
         settings = with_flags(self.settings, f"generation {book.generation}'s members (node 0's decision)", **flags)
         own = self.plan.topology.nproc_per_node
-        if "hostfile" in str(own.source):  # its own line's slots, as it checked in with: a spare taking rank 1's
+        from ..world import from_a_line
+
+        if from_a_line(own.source):  # its own line's slots, as it checked in with: a spare taking rank 1's
             # place read line 2's from a rank given (fix13d: a slots=2 spare ran 1 process, the world one short)
             settings = with_flags(settings, f"this node's own line ({own.source})", nproc_per_node=own.value)
         # a fixed-size job of its members: NODEWEAVE_NNODES says so too (an elastic spec's MIN:MAX would be a

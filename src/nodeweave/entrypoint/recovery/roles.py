@@ -194,7 +194,9 @@ def _spare_plan(settings, plan, config, partial):
     then = with_flags(then, f"a left-out node's rank, once this spare takes its place (shown: {rank})",
                       node_rank=rank)
     own = plan.topology.nproc_per_node if plan.topology is not None else None
-    if own is not None and "hostfile" in str(own.source):  # its own line's slots, as a generation runs it (fix13d)
+    from ..world import from_a_line
+
+    if own is not None and from_a_line(own.source):  # its own line's slots, as a generation runs it (fix13d)
         then = with_flags(then, f"this spare's own line ({own.source})", nproc_per_node=own.value)
     then.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
     shown = build_plan(then, partial=partial)
