@@ -71,7 +71,8 @@ def template_fingerprint(nodes, port, launcher):
 
     env = one_machine_env(os.environ)  # every simulated node is on this machine, as node 0 is
     argv = ["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "1", "--master-addr", "127.0.0.1",
-            "--master-port", str(port - 1), "--", "train.py"]
+            "--master-port", str(port - 1), "--", *(["true"] if launcher == "command" else ["train.py"])]
+    # the command node 0 runs (tests/test_exchange_scale.py's node_0): the check-in compares it (walk13 B6)
     plan = make_plan(argv, env)
     # a real node's settings, its fault settings among them (walk7 B49): none would differ from node 0's
     return local_fingerprint(plan, Root("/"), parse(argv, env))

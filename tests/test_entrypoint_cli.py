@@ -70,11 +70,14 @@ def test_deepspeed_hostfile_is_written_before_exec(tmp_path):
     assert out == "n1 slots=1\nn2 slots=1\n"
 
 
-def test_unwritable_hostfile_is_exit_1(tmp_path):
+def test_a_tmpdir_the_hostfile_cannot_go_in_is_refused_at_start(tmp_path):
+    """A TMPDIR that is a file once failed writing the DeepSpeed hostfile (exit 1); since walk14b B15 the folder
+    every record of the node goes in is judged at start: exit 2, naming TMPDIR."""
     blocked = tmp_path / "file"
     blocked.write_text("")
     proc, _, err = run(["--launcher", "deepspeed", "--", "t.py"], env={"TMPDIR": str(blocked)})
-    assert proc.returncode == 1 and "cannot write" in err and "Traceback" not in err
+    assert proc.returncode == 2 and f"TMPDIR={blocked}: {blocked} is a file, not a folder" in err
+    assert "Traceback" not in err
 
 
 def test_missing_launcher_is_127_with_a_clear_message():

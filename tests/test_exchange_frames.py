@@ -112,7 +112,7 @@ def test_status_larger_than_the_old_limit_comes_whole(tmp_path):
         assert [n["fp"]["env"] for n in answer["nodes"] if not n["own"]] == [FAT_ENV] * workers
         with pytest.raises(ExchangeError, match="this side takes at most"):  # what the old wire could not pass
             ask_status("127.0.0.1", cluster.port, "trainer", cluster.hub.token)
-        out = subprocess.run([*ENTRY, "--status", "--nnodes", str(nnodes), "--node-rank", "1", "--master-addr",
+        out = subprocess.run([*ENTRY, "--status", "--nnodes", str(nnodes), "--master-addr",
                               "127.0.0.1", "--master-port", "29500", "--rdzv-id", "trainer"],
                              capture_output=True, text=True, timeout=30, cwd=tmp_path,
                              env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),

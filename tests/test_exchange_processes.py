@@ -162,7 +162,7 @@ def test_status_shows_every_node_as_node_0_sees_it(tmp_path):
     try:
         checked_in(tmp_path / "n0", procs)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
-        out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
+        out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,
                              env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
@@ -183,7 +183,7 @@ def test_status_of_another_job_is_refused(tmp_path):
     try:
         checked_in(tmp_path / "n0", procs)
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
-        out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+        out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,
                              env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),
                                                   "NODEWEAVE_JOB_TOKEN": "guess"}),

@@ -146,7 +146,7 @@ def test_b3_a_person_stopping_node_0_ends_the_job_on_every_node_an_eviction_is_w
         began = time.monotonic()
         assert [nodes[1].wait(45), nodes[2].wait(45)] == [5, 5], [n.text() for n in nodes]
         assert time.monotonic() - began < 45  # not wait_timeout (90 s here) waited out
-        said = "Ctrl-C" if how == "SIGINT" else "`nodeweave stop`"
+        said = "Ctrl-C" if how == "SIGINT" else "`nodeweave stop` or `nodeweave-entrypoint --node stop`"
         assert f"a deliberate stop of node 0 ({said}) ends the job on every node" in nodes[0].text(), nodes[0].text()
         for node in nodes[1:]:
             assert "a deliberate stop of node 0 ends the job on every node" in node.text(), node.text()

@@ -266,6 +266,10 @@ def test_a7_a_file_the_build_reads_linked_out_is_named_by_init_validate_and_imag
     said = f"{linked!r} in the build context {project} is a symbolic link out of it (to {home / linked})"
     init = cli_run.run([*cli_run.NODEWEAVE, "init"], cwd=project, env=env)
     assert init.returncode == 0 and said in init.stderr, init.stderr
+    if linked == "requirements.txt":  # walk13 A3: init leaves the field out, saying so; a spec written by hand has it
+        assert "requirements.txt left out of image.requirements" in init.stderr, init.stderr
+        spec = project / "nodeweave.yaml"
+        spec.write_text(spec.read_text().replace("image:\n", "image:\n  requirements: requirements.txt\n", 1))
     valid = cli_run.run([*cli_run.NODEWEAVE, "validate"], cwd=project, env=env)
     assert valid.returncode == 0 and f"note: the image build would refuse it: " in valid.stderr, valid.stderr
     assert said in valid.stderr, valid.stderr

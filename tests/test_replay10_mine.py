@@ -170,12 +170,13 @@ def test_a_status_asked_as_another_job_names_the_job_to_ask_as(entrypoint, runni
                          ids=["validate", "run", "run-typed"])
 def test_a_script_the_nodes_refuse_as_no_python_is_noted_here(capsys, team, verb):
     """replay10 B18: a .py holding `#!/bin/bash` (or a .sh) under torchrun is refused by every node at its start;
-    validate and run's dry run said nothing. The nodes' own rule (script_kind) is read here too."""
+    validate and run's dry run said nothing. The nodes' own rule (script_kind) is read here too; validate refuses it
+    (exit 2) and run's dry run says the real run would (issue 43 A8)."""
     (team / "train.py").write_text("#!/bin/bash\necho hi\n")
     (team / "prep.sh").write_text("#!/bin/bash\necho hi\n")
     code, out, err = run_cli(capsys, *verb)
     said = " ".join((out + err).split())
-    assert code == 0 and "is a script for another interpreter (#!/bin/bash), which torchrun would run with Python" \
+    assert code == (2 if verb == ["validate"] else 0) and "is a script for another interpreter (#!/bin/bash), which torchrun would run with Python" \
         in said, said
 
 

@@ -458,7 +458,7 @@ def test_a_missing_tool_for_an_address_offers_a_spelling_the_verb_takes(capsys, 
 
 def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, monkeypatch, engine_answers):
     """R5: `run -- nosuch.py` said `nodeweave: note: nosuch.py is not in the workspace ...` and then the executed
-    plan said it again (`note: nosuch.py ...`; a missing script is refused now, a shell script is such a note); `up`'s notes and image build's wheelhouse line came twice the same
+    plan said it again (`note: nosuch.py ...`; a missing or shell script is refused now, a file of this machine outside the workspace is such a note); `up`'s notes and image build's wheelhouse line came twice the same
     way. The executed plan says its notes (cluster.execute), so the verb says none of them itself."""
     import nodeweave.cli.run as run_module
     import nodeweave.cluster.onbackend as onbackend
@@ -467,13 +467,16 @@ def test_runs_notes_are_said_once_by_the_plan_it_executes(capsys, job_folder, mo
     monkeypatch.setattr(onbackend, "refuse_busy", lambda *a, **k: None)
     executed = []
     monkeypatch.setattr(run_module, "_execute", lambda plan, *a, **k: executed.append(plan))
-    # a shell script is a note (torchrun would run it with Python); a missing script is refused now (replay11 C10)
-    (job_folder / "prep.sh").write_text("echo hi\n")
-    code, out, err = run_cli(capsys, "run", "--", "prep.sh")
+    # a file of this machine outside the workspace is a note (the image may hold it); a missing script (replay11
+    # C10) and a shell script (issue 43 A8: every node refuses it) are refused now
+    outside = job_folder.parent / f"{job_folder.name}-prep.py"
+    outside.write_text("print(1)\n")
+    code, out, err = run_cli(capsys, "run", "--", str(outside))
     assert code == 0, err
-    assert "prep.sh is a shell script" not in err, err
+    said = f"{outside} is a path of this machine outside the workspace"
+    assert said not in err, err
     [plan] = executed
-    assert sum("prep.sh is a shell script" in note for note in plan.notes) == 1, plan.notes
+    assert sum(said in note for note in plan.notes) == 1, plan.notes
 
 
 @pytest.mark.parametrize("path, said", [("src/nodeweave/cli/run.py", "for line in said:"),

@@ -71,8 +71,8 @@ def test_a30_a_bare_name_no_script_under_a_python_launcher_is_a_program_wherever
     assert nodeweave("run", "--dry-run", "--", "train", cwd=project, env=env).returncode == 0
     spec = (project / "nodeweave.yaml").read_text().replace("script: train.py", "script: nvidia-smi")
     (project / "nodeweave.yaml").write_text(spec)
-    noted = nodeweave("validate", cwd=project, env=env)
-    assert noted.returncode == 0 and "launcher.script 'nvidia-smi' is a program" in noted.stderr + noted.stdout
+    noted = nodeweave("validate", cwd=project, env=env)  # refused, as every node refuses it (issue 43 A8)
+    assert noted.returncode == EXIT_USAGE and "launcher.script 'nvidia-smi' is a program" in noted.stderr
 
 
 @pytest.mark.parametrize("command", [["nvidia-smi"], ["bash", "-c", "true"]])

@@ -157,7 +157,7 @@ def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_
             time.sleep(0.5)
         time.sleep(8)
         port = int(nodes[0].proc.args[nodes[0].proc.args.index("--master-port") + 1])
-        out = subprocess.run([*ENTRY, "--status", "--stacks", "--nnodes", "2", "--node-rank", "1", "--master-addr",
+        out = subprocess.run([*ENTRY, "--status", "--stacks", "--nnodes", "2", "--master-addr",
                               "127.0.0.1", "--master-port", str(port)], capture_output=True, text=True, timeout=60,
                              env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}), cwd=tmp_path)
         assert out.returncode == 0, out.stderr

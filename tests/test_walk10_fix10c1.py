@@ -68,7 +68,7 @@ def test_a_verb_that_would_start_a_run_or_recreate_the_nodes_is_refused_while_a_
     no run folder is made, nothing recorded."""
     from nodeweave.cluster import onbackend
 
-    assert sorted(getattr(onbackend, "BUSY_CONSEQUENCE", {})) == ["check", "run", "up"]
+    assert sorted(getattr(onbackend, "BUSY_CONSEQUENCE", {})) == ["check", "down", "run", "up"]  # down: walk14a A18
     monkeypatch.setenv("FAKE_RUN", "20261130T000000Z-proj")
     argv = {"run": ["run"], "up": ["up", "--hold"], "check": ["check"]}[verb]
     code, out, err = run_cli(capsys, *argv)

@@ -228,7 +228,7 @@ def test_c21_logs_reads_a_node_that_ended_and_never_sends_to_up_first(state):
     assert "node-2 has no log (missing)" in notes[1]
     backend = SimpleNamespace(states=lambda ns: {n.index: PlatformState(NodeState.ABSENT, "missing") for n in ns},
                               target="local", spec=SimpleNamespace(name="team"), where="podman", renamed=(),
-                              holds=True)
+                              holds=True, made_count=lambda: None)
     with pytest.raises(EnvironmentProblem):
         with_logs(backend, nodes)
 

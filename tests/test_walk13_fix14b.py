@@ -58,7 +58,8 @@ def test_the_dry_run_refuses_what_every_node_would(spec, verb, flag):  # noqa: F
             out = cli_run.nodeweave("bench", "--dry-run", "--sizes", "1K", flag, text, cwd=spec.parent,
                                     env=cli_run.CLEAN)
         assert out.returncode == 2 and "NPROC_PER_NODE" not in out.stdout, out.stdout + out.stderr
-        assert out.stderr.strip().endswith("or auto (one per usable GPU)") and "Traceback" not in out.stderr
+        assert "or auto (one per usable GPU)" in out.stderr and "Traceback" not in out.stderr
+        assert text.isascii() or "type 2 for \u0662" in out.stderr  # walk13 A22: the number to type (fix15c)
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 

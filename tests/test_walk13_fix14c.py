@@ -26,7 +26,8 @@ APART_VALUES = {"nodes": {"nnodes": 4}, "launcher": {"launcher": "deepspeed"},
                 "faults": {"faults": {"recovery": True, "spares": 1, "stall_timeout": 900}},
                 "vendor": {"gpu_vendor": "amd"}, "nccl": {"nccl": "2.18.1"}, "rccl": {"rccl": "2.18.1"},
                 "torch": {"torch": "2.3.0"}, "image": {"image_digest": "sha256:bb"},
-                "workspace": {"workspace_commit": "c2"}, "processes": {"nproc": 2}}
+                "workspace": {"workspace_commit": "c2"}, "processes": {"nproc": 2},
+                "command": {"command_digest": "c0ffee", "command": "train.py --lr 9"}}  # fix15d B6
 
 
 def test_apart_values_cover_every_apart_rule():

@@ -372,5 +372,5 @@ def test_the_missing_script_note_is_judged_and_printed_in_one_place():
                 if name in ("script_note", "note_script"):
                     callers.setdefault(name, set()).add(f"{path.relative_to(cli)}:{func.name}")
     assert callers["script_note"] == {"run.py:note_script", "run.py:run_command", "cluster.py:up_command",
-                                      "init.py:validate", "run.py:script_missing_here"}, callers  # replay11 C10
+                                      "init.py:validate", "run.py:script_refusal"}, callers  # replay11 C10, issue 43 A8
     assert {where.split(":")[0] for where in callers["note_script"]} == {"init.py"}, callers

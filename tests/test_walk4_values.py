@@ -392,6 +392,7 @@ def _dry_run_cases():
         elif {"--target", "--host", "--engine", "--remote-dir"} <= flags:  # bare hosts: every phase, nothing up
             where = ["--target", "hosts", "--engine", "none", "--host", "desk1", "--host", "desk2",
                      "--remote-dir", "{remote}"]
+            where = ["--cluster", *where] if words == ["doctor"] else where  # its reach flags: --cluster (walk13 A8)
         elif words == ["hosts", "probe"]:
             where = ["--node", "ssh:desk1"]
         elif words == ["init"]:  # beside the project's spec, which a dry run refuses as the real run (walk5 W81)

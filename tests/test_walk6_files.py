@@ -287,11 +287,19 @@ def _not_files(folder: Path):
 
 @pytest.mark.parametrize("kind", ["a folder", "a named pipe", "a character device"])
 def test_a_script_that_is_no_file_is_noted_by_init_validate_and_run(capsys, bare, kind):
+    """Every node would fail to run it: init writes no spec with it, validate refuses it and run's dry run says the
+    real run would (exit 2; issue 43 A16: it was a note, then `valid` and exit 0)."""
+    from team_folder import SPEC
+
     make = dict(_not_files(bare))[kind]
     make(bare / "train.py")
-    for argv in (["init"], ["validate"], ["run", "--dry-run"]):
+    code, out, err = run_cli(capsys, "init")
+    assert code == EXIT_USAGE and f"train.py in the workspace {bare} is {kind}" in err, (out, err)
+    assert not (bare / "nodeweave.yaml").exists()
+    (bare / "nodeweave.yaml").write_text(SPEC)
+    for argv, exit_code in ((["validate"], EXIT_USAGE), (["run", "--dry-run"], 0)):
         code, out, err = run_cli(capsys, *argv)
-        assert code == 0 and f"train.py in the workspace {bare} is {kind}" in out + err, (argv, out, err)
+        assert code == exit_code and f"train.py in the workspace {bare} is {kind}" in out + err, (argv, out, err)
 
 
 @pytest.mark.parametrize("kind", ["a folder", "a named pipe"])

@@ -423,8 +423,11 @@ def test_b8_b9_a_checkpoint_folder_this_user_cannot_use_is_a_warning(as_another_
     saves.mkdir()
     (saves / "ckpt_100.pt").write_bytes(b"PK" + b"x" * 64)
     os.chmod(saves, mode)
+    own = Path(folder) / "node-tmp"  # the node's TMPDIR is a folder it may write (walk14b B15: /tmp/nodeweave of
+    own.mkdir()                      # another user's is refused at start and by --explain)
+    os.chmod(own, 0o777)
     env = {**cli_run.CLEAN, "PATH": _with_launchers(), **RECOVERY, "NODEWEAVE_SPARES": "1",
-           "NODEWEAVE_CHECKPOINT_DIR": "checkpoints"}
+           "NODEWEAVE_CHECKPOINT_DIR": "checkpoints", "TMPDIR": str(own)}
     run = cli_run.run([*prefix, *cli_run.ENTRYPOINT, "--explain", "--json", "--", "train.py"], cwd=folder, env=env)
     assert run.returncode == 0, run.stderr
     warnings = [w for w in json.loads(run.stdout)["warnings"] if w.startswith("NODEWEAVE_CHECKPOINT_DIR: ")]

@@ -325,7 +325,7 @@ def test_validate_says_what_run_says_of_a_bare_program_in_the_workspace(capsys, 
     (team / "cmd.yaml").write_text("name: j\nimage: {variant: cpu}\nnodes: 2\n"
                                    "launcher: {type: command, script: t.py}\n")
     code, out, err = run_cli(capsys, "validate", "--spec", "cmd.yaml")
-    assert code == 0
+    assert code == 2  # every node would exit 127: refused (issue 43 A16)
     assert "launcher command execs 't.py' through PATH" in err and "python t.py" in err, err
     code, out, err = run_cli(capsys, "run", "--dry-run", "--spec", "cmd.yaml", "-t", "local")
     assert (out + err).count("through PATH") == 1, (out, err)  # said once, as before

@@ -304,6 +304,7 @@ def test_a_flag_that_does_nothing_for_the_target_is_refused_on_every_verb(capsys
     (tmp_path / "t.py").write_text("print(1)\n")
     (tmp_path / "hosts.txt").write_text("gpu01\ngpu02\n")
     tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
+    tail += ["--cluster"] if words[0] == "doctor" else []  # doctor reaches the nodes with --cluster only (walk13 A8)
     dry = ["--dry-run"] if "--dry-run" in flags_of(dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]) else []
     code, out, err = run_cli(capsys, *words, *argv, *dry, *tail)
     assert code == EXIT_USAGE, (out, err)
@@ -408,6 +409,7 @@ def test_every_dry_run_with_nothing_up_exits_0_and_says_what_the_real_verb_would
     (tmp_path / "nodeweave.yaml").write_text(BASE)
     (tmp_path / "t.py").write_text("print(1)\n")
     tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
+    tail += ["--cluster"] if words[0] == "doctor" else []  # doctor reaches the nodes with --cluster only (walk13 A8)
     code, out, err = run_cli(capsys, *words, "--dry-run", *tail)
     assert code == 0, (out, err)
     if words[0] != "up":

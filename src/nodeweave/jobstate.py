@@ -29,12 +29,14 @@ def keep_out_of_git(state_dir: Path) -> None:
             pass  # a read-only folder: the token's own write says what went wrong
 
 
-def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
+def in_the_way(spec_dir: Path, path: Path, folder: bool = False, links_only: bool = False) -> str:
     """Why nodeweave must not write its own file ``path`` (inside ``spec_dir``), or "": every folder on the way a
     real folder, and the file itself a regular file or not there yet. A link is never written through (a link to
     the training script would be "replaced" by a compose file or a token), a folder or a device never written
     over; the user moves it away, nodeweave never does. ``folder``: ``path`` is a folder nodeweave fills (a kept
-    tree), so a folder there is its own and anything else is in the way."""
+    tree), so a folder there is its own and anything else is in the way. ``links_only``: only a link on the way
+    (render's files, whose folder or device in the way its plan names as ``refused`` itself: walk13a A5, a rendered
+    file linked to a shared file was unlinked, and a linked rendered folder written and pruned through)."""
     for base in (spec_dir.absolute(), spec_dir.resolve()):  # the folders above the spec's are the user's own
         if path.absolute().is_relative_to(base):
             parts = path.absolute().relative_to(base).parts
@@ -50,12 +52,16 @@ def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
         except FileNotFoundError:
             return ""  # nothing there yet: made by nodeweave
         except OSError as err:
+            if links_only:  # a file where a folder must go: the write itself says it (nothing written)
+                return ""
             return f"{here} cannot be looked at ({err.strerror or err})"
         shown = _from_here(here)
         if stat.S_ISLNK(mode):
             what = "a file" if last and not folder else "a folder"
             return f"{shown} is a symbolic link (to {os.readlink(here)}), not {what} nodeweave made; it never " \
                    "writes through a link"
+        if links_only:
+            continue
         if last and folder and not stat.S_ISDIR(mode):
             return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
         if last and not folder and not stat.S_ISREG(mode):
@@ -84,11 +90,22 @@ def _kind(mode: int) -> str:
 def refuse_in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> None:
     """Exit 2 in one line when :func:`in_the_way` finds something at ``path`` nodeweave must not write over: asked
     by the plan (so the dry run refuses as the real run does) and again by the write itself."""
-    problem = in_the_way(spec_dir, path, folder)
-    if problem:
+    refuse_links(spec_dir, [path], folder=folder, links_only=False)
+
+
+def refuse_links(spec_dir: Path, paths, folder: bool = False, links_only: bool = True) -> None:
+    """:func:`refuse_in_the_way` for many paths (render's files, those it writes and those ``--prune`` removes):
+    each link on their way named once, in one line, exit 2."""
+    found = []
+    for path in paths:
+        problem = in_the_way(spec_dir, path, folder, links_only)
+        if problem and problem not in found:
+            found.append(problem)
+    if found:
         from nodeweave.errors import UsageError
 
-        raise UsageError(f"{problem}: move it away (nodeweave remakes its own file there) and run again")
+        raise UsageError(f"{'; '.join(found)}: move {'it' if len(found) == 1 else 'them'} away (nodeweave remakes "
+                         "its own file there) and run again")
 
 
 @dataclass(frozen=True)
@@ -132,3 +149,53 @@ class JobState:
     def shown(self, path: Path) -> str:
         """``path`` as the user sees it: relative to the spec's folder."""
         return path.relative_to(self.spec_dir).as_posix()
+
+
+# The verbs that change what a job is on its platform from this folder (its token, compose file, nodes): one at a time
+# per job (walk14a A20: two `up`s in two terminals both rewrote the token and recreated the nodes under each other).
+CHANGES_THE_JOB = ("up", "down")
+BUSY_FILE = "changing"  # in the job's folder: the pid, verb and start of the one changing it (a lock while it lives)
+_HELD: "dict[Path, object]" = {}  # the open lock files of this process: the lock lasts as long as the process
+
+
+def hold_job(spec_dir: Path, job: str, verb: str) -> None:
+    """Take job ``job``'s lock for ``verb`` (one of :data:`CHANGES_THE_JOB`) until this process ends; exit 3 naming
+    the other process (its verb, pid, since when) where another holds it. A lock of the kernel's (``flock``): a
+    process that died holds nothing, so no stale file ever refuses anything. Nothing written before: a refusal
+    leaves the job as the other made it."""
+    import fcntl
+    import time
+
+    from nodeweave.errors import EnvironmentProblem
+
+    state = JobState(spec_dir, job)
+    path = state.folder / BUSY_FILE
+    if path in _HELD:
+        return
+    refuse_in_the_way(spec_dir, path)
+    try:
+        state.folder.mkdir(parents=True, exist_ok=True)
+        keep_out_of_git(state.folder.parent)
+        handle = open(path, "a+", encoding="utf-8")
+    except OSError:  # a folder nothing can be written to (down from a read-only copy): up refuses it on its own
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        words = handle.read(200).split()
+        handle.close()
+        other = f"`nodeweave {words[1]}`" if len(words) > 1 and words[1] in CHANGES_THE_JOB else "another nodeweave"
+        pid = f"pid {words[0]}" if words and words[0].isdigit() else "its pid not yet written"
+        since = (f", since {time.strftime('%H:%M:%S', time.gmtime(int(words[2])))} UTC"
+                 if len(words) > 2 and words[2].isdigit() else "")
+        raise EnvironmentProblem(
+            f"{other} ({pid}{since}) is changing job {job} from this folder ({state.shown(path)} is locked): a "
+            f"second `nodeweave {verb}` now would race it on the job's token, compose file and nodes; wait for it "
+            f"to end (`nodeweave status` then shows the nodes), or end it first"
+            + (f" (`kill {words[0]}`)" if words and words[0].isdigit() else "") + "; nothing was started or recorded")
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()} {verb} {int(time.time())}\n")
+    handle.flush()
+    _HELD[path] = handle

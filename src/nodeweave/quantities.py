@@ -56,7 +56,7 @@ def human_bytes(count: int) -> str:
 # A duration as kubectl, podman and `logs --since` write one (30s, 5m, 2h, 1h30m, 1.5m), or plain seconds (300, 2.5):
 # one reader for every option that takes seconds (walk9 A12: `--timeout 5s` was "not a number", and `logs --since
 # 300` "not a duration").
-_DURATION_PART = r"(\d+(?:\.\d+)?|\.\d+)([hms])"
+_DURATION_PART = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)([hms])"  # ASCII digits: \d takes '٣' (walk13 A22)
 DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 
@@ -67,7 +67,7 @@ def seconds(text: str) -> "float | None":
     import re
 
     text = str(text).strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?|\.\d+", text):
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+", text):
         return float(text)
     if not text or not re.fullmatch(f"(?:{_DURATION_PART})+", text):
         return None

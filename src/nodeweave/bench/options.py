@@ -23,7 +23,7 @@ DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half":
 DEFAULT_SIZES = {"nccl": "1K:1G", "gloo": "1K:64M"}
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(I?B)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(I?B)?\s*$", re.IGNORECASE)  # ASCII digits (walk13 A22)
 _SIZES_HELP = ("a range MIN:MAX[:FACTOR] (e.g. 1K:1G, 1M:256M:4) or a comma list "
                "(e.g. 256M,1G); units B, K, M, G (powers of 1024)")
 
@@ -66,7 +66,9 @@ def parse_sizes(text: str, flag: str = "--sizes") -> "list[int]":
         low, high = parse_size(parts[0], flag), parse_size(parts[1], flag)
         factor = 2
         if len(parts) == 3:
-            if not parts[2].strip().isdigit() or int(parts[2]) < 2:
+            from nodeweave.entrypoint.planning.contract import digits  # ASCII only (walk13 A22)
+
+            if not digits(parts[2].strip()) or int(parts[2]) < 2:
                 raise UsageError(f"{flag}: factor {parts[2]!r} in {text!r} must be an integer >= 2")
             factor = int(parts[2])
         if low > high:

@@ -170,9 +170,17 @@ def label_for(env: "dict[str, str]") -> str:
     return " ".join(f"{key}={value}" for key, value in env.items()) or BASELINE_LABEL
 
 
-def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: Path, plot: "Path | None"):
+# What bench writes when no launch measured anything (walk13 A23: the dry run promised no file, and an explicit
+# --json-out got one of failed launches): the one wording of the plan's line and of the run's own.
+NOTHING_MEASURED = "when no launch measured anything, the failed launches' exit codes and output"
+
+
+def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: Path, plot: "Path | None",
+               default_out: bool = True):
     """What ``bench`` does, as ``--dry-run`` prints it: the baseline launch, one launch per sweep point (each
-    through the entrypoint and torchrun, one after another), then the files written."""
+    through the entrypoint and torchrun, one after another), then the files written: the result only when a launch
+    measured anything by default, and with ``--json-out`` (``default_out`` False) whatever happens, as the run
+    writes them."""
     from nodeweave.plan import SCRATCH, CommandsPhase, FilesPhase, Plan, PlannedFile
     from nodeweave.steps import Step
 
@@ -185,8 +193,10 @@ def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: P
     def replacing(path: Path) -> str:  # an existing one is here only with --force: said as hosts probe's plan says it
         return "; replaces the existing file (--force)" if path.is_file() else ""
 
-    files = (PlannedFile(str(json_path), "every number, when a launch measured any" + replacing(json_path)),)
-    files += (PlannedFile(str(plot), "busbw against size" + replacing(plot)),) if plot is not None else ()
+    said = "every number, when a launch measured any" if default_out else f"every number; {NOTHING_MEASURED}"
+    files = (PlannedFile(str(json_path), said + replacing(json_path)),)
+    files += (PlannedFile(str(plot), "busbw against size, when a launch measured any" + replacing(plot)),) \
+        if plot is not None else ()
     phases.append(FilesPhase("write the results", files=files))
     return Plan("bench", "this machine", tuple(phases),
                 (f"{len(phases) - 1} launch(es) on this node, one after another, {config.nproc} process(es) each",))

@@ -339,6 +339,31 @@ def index_configuration(environ: Mapping[str, str], home: Optional[Path] = None)
     return found
 
 
+INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f")  # a requirements file's, as pip's
+
+
+def spec_indexes(view, context: Path) -> "List[str]":
+    """The indexes the spec itself gives the build's pip, each with where it is said: image.requirements' own index
+    options (``--index-url URL (requirements.txt:1)``, a URL's password shown as ***) and the index variables
+    image.build_args declares; [] when it names none (PyPI, the wheelhouse and the variant's torch index)."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.spec.sections.image import redacted, requirement_lines
+
+    found = []
+    written = view.spec.image.requirements
+    if written:
+        try:
+            text = bounded.read_text(context / written, bounded.TEXT_CAP, "a requirements file")
+        except (OSError, ValueError):
+            text = ""
+        for number, line in requirement_lines(text):
+            words = line.replace("=", " ", 1).split() if line.startswith("--") else line.split()
+            if words and words[0] in INDEX_OPTIONS and len(words) > 1:
+                found.append(f"{words[0]} {redacted(words[1])} ({written}:{number})")
+    found += [f"image.build_args {name}" for name in view.spec.image.build_args if name in INDEX_VARIABLES]
+    return found
+
+
 def shell_index_note(environ: Mapping[str, str], view, context: Path, offline: bool,
                      home: Optional[Path] = None) -> Optional[str]:
     """The one line for a private index set up on this machine that the build will not use (walk9 A29: an exported
@@ -360,8 +385,14 @@ def shell_index_note(environ: Mapping[str, str], view, context: Path, offline: b
     variables = [item for item in found if "/" not in item]
     files = [item for item in found if "/" in item]
     what = ", ".join(variables + files)
-    return (f"index: this machine points pip/uv at another index ({what}), which no build step sees: a build takes "
-            "nothing from this shell (so no URL or token reaches the plan, `ps` or the image's layers), and its pip "
+    said = (f"index: this machine points pip/uv at another index ({what}), which no build step sees: a build takes "
+            "nothing from this shell (so no URL or token reaches the plan, `ps` or the image's layers)")
+    own = spec_indexes(view, context)
+    if own:  # walk14a A15: the spec names its index already; the note said to add what was there
+        return (f"{said}; its pip uses the index the spec names: {'; '.join(own)} (with the context's wheelhouse); "
+                f"one that needs credentials: fill the wheelhouse here, where they work ({fill}), then build with "
+                "--offline (docs/images.md, a private index)")
+    return (f"{said}, and its pip "
             "uses the context's wheelhouse, PyPI and the variant's torch index only; an index that needs no credentials goes in "
             f"{view.spec.image.requirements or 'requirements.txt'} as `--index-url URL` (or `--extra-index-url URL`), "
             "or in the spec's image.build_args as PIP_INDEX_URL; one that needs them: fill the wheelhouse here, "

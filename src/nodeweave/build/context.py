@@ -125,15 +125,22 @@ def linked_out(context: Path, spec) -> "list[str]":
     the script the nodes run): a line for each of :func:`build_reads` that is a symbolic link leading out of the
     context, which the engine sends as the link, not the file: ``image build`` refuses the first, ``init`` and
     ``validate`` note each."""
+    return list(linked_out_by_what(context, spec).values())
+
+
+def linked_out_by_what(context: Path, spec) -> "dict[str, str]":
+    """:func:`linked_out`'s lines by what each is (``image.requirements``, ...): ``init`` leaves out a spec field
+    it would write whose file the build would refuse (walk13 A3), as it leaves out a requirements.txt that is a
+    folder or has an unpinned line."""
     from nodeweave.failures import leads_out_of
 
-    found = []
+    found = {}
     for what, path in build_reads(context, spec):
         out = leads_out_of(context, path)
         if out is not None:
-            found.append(f"{what}: {path!r} in the build context {context} is a symbolic link out of it (to {out}), "
-                         f"which the build cannot follow; accepted: the {'folder' if out.is_dir() else 'file'} "
-                         "itself inside the context (copy it in instead of linking it)")
+            found[what] = (f"{what}: {path!r} in the build context {context} is a symbolic link out of it (to {out}), "
+                           f"which the build cannot follow; accepted: the {'folder' if out.is_dir() else 'file'} "
+                           "itself inside the context (copy it in instead of linking it)")
     return found
 
 
@@ -248,6 +255,9 @@ def refresh_entrypoint(context: Path, write: bool = True) -> Optional[str]:
     fresh = zipapp.build(zipapp.package_root())
     if fresh == current:
         return None
+    from nodeweave.jobstate import refuse_links
+
+    refuse_links(context, [target])  # a link (or a linked folder) is never replaced or written through (walk13a A5)
     if write:
         write_atomically(target, fresh)
     verb = "refreshed" if write else "would be refreshed"

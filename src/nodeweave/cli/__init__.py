@@ -121,7 +121,7 @@ def _root_options():
     from nodeweave.cli.habits.base import spec_option
     from nodeweave.cli.habits.output import json_option, output_option
 
-    return {"--output": output_option(), "--spec": spec_option(), "--json": json_option()}
+    return {"--output": output_option(), "--spec": spec_option("The cluster spec (doctor reads one only when given)"), "--json": json_option()}
 
 
 _ROOT = _root_options()
@@ -425,7 +425,22 @@ from nodeweave.cli.habits.invocation import AS_PROGRAM, INVOKED, as_program, inv
 def _error(line) -> None:
     """One error line on stderr: a byte that is not UTF-8 as the shell writes it, and a character no terminal shows
     as itself (a right-to-left override, a control character) as Python writes it (usertext.visible)."""
-    typer.echo(f"nodeweave: error: {shell_shown(visible(str(line)))}", err=True)
+    typer.echo(f"nodeweave: error: {shell_shown(visible(digits_hint(str(line))))}", err=True)
+
+
+def digits_hint(line: str) -> str:
+    """``line`` with, when it quotes a number written in another script's digits (``'٣٠'``, which every reader of a
+    number refuses: ``contract.digits``), the number to type instead: one wording for every refusal of one
+    (walk13 A22)."""
+    from nodeweave.entrypoint.planning.contract import ascii_spelling
+
+    for word in re.findall(r"'([^']*)'", line):
+        spelt = ascii_spelling(word)
+        if spelt is not None:
+            said = f"nodeweave reads numbers in ASCII digits only: type {spelt} for {word}"
+            head, sep, tail = line.partition("; `nodeweave ")  # before click's "`... --help` lists what is accepted"
+            return f"{head}; {said}{sep}{tail}"
+    return line
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -635,7 +650,7 @@ def _main(argv: "list[str]") -> int:
         if line is None:
             raise
         if line[0]:
-            typer.echo(shell_shown(visible(line[0])), err=True)
+            typer.echo(shell_shown(visible(digits_hint(line[0]))), err=True)
         return line[1]
     if result == EXIT_INTERRUPTED:  # typer turns a Ctrl-C into exit 130, returned: said before a plan's first step
         _interrupted_early()

@@ -67,7 +67,8 @@ def bench(
                                    "beside the nearest nodeweave.yaml, as every verb's runs; else here, but never a runs/ made in / or a system folder; one file per bench, "
                                    "so an earlier result is kept) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
-                                   "launch measured anything"),
+                                   "launch measured anything; with --json-out, that file then holds the failed "
+                                   "launches' exit codes and output"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = seconds_option(typer.Option(1800.0, "--timeout", help="seconds one launch may take")),
@@ -151,7 +152,7 @@ def bench(
     if dry_run:
         from nodeweave.cli.habits.clusteropts import show_plan
 
-        show_plan(runner.bench_plan(config, points, json_path, plot), output)
+        show_plan(runner.bench_plan(config, points, json_path, plot, default_out), output)
         return
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
@@ -173,10 +174,12 @@ def bench(
     if written != json_path:  # the default name another bench took meanwhile: the next free one, its plot beside it
         plot = written.with_suffix(".png") if plot is not None and plot_beside else plot
         json_path = written
-    console.print(f"wrote {json_path}")
+    measured = any(run.report for run in runs)
+    console.print(f"wrote {json_path}" if measured else
+                  f"wrote {json_path}: no measurement in it ({runner.NOTHING_MEASURED.split(', ', 1)[1]})")
     if data_out:
         emit(json.loads(json.dumps(document, sort_keys=True)), output)
-    if plot is not None and any(run.report for run in runs):
+    if plot is not None and measured:
         report.write_plot(plot, runs, op_list, may_replace("--plot", "chart", force))
         console.print(f"wrote {plot}")
     if not all(run.correct for run in runs):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
@@ -89,6 +90,9 @@ def up_command(
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
         from nodeweave.errors import EnvironmentProblem
+        from nodeweave.jobstate import hold_job
+
+        hold_job(backend.spec_dir, spec.name, "up")  # one up or down of the job at a time (walk14a A20)
 
         unreached = unreached_hosts(backend, backend.nodes(for_up=True))
         if unreached:  # bare hosts ssh cannot reach: nothing starts there, so nothing is recorded (walk9 A36)
@@ -98,7 +102,7 @@ def up_command(
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
-    from nodeweave.cli.run import missing_volume_notes, missing_workspace_note, script_missing_here, script_note
+    from nodeweave.cli.run import missing_volume_notes, missing_workspace_note, script_note, script_refusal
 
     # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it, once the plan is
     # made (a refusal before it, an image, a flag, is the one line a mistake gets)
@@ -107,13 +111,14 @@ def up_command(
     missing = "" if elsewhere else script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type,
                                                backend.workspace_seen_at, here=backend.target == "local") \
         if mode == "run" else missing_workspace_note(spec, spec_path) if backend.target == "local" else ""
-    certain = script_missing_here(spec, spec_path, [spec.launcher.script], spec.launcher.type) \
-        if mode == "run" and backend.target == "local" else ""  # every node would fail it (replay11 C10)
+    certain = script_refusal(spec, spec_path, [spec.launcher.script, *spec.launcher.args], spec.launcher.type,
+                             mounted=backend.target == "local") \
+        if mode == "run" and not elsewhere else ""  # every node would fail it (replay11 C10, issue 43 A8)
     if certain and not dry_run:
         raise UsageError(f"{certain}; nothing was started or recorded")
     unpullable = _unpullable(backend, plan)
     mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
-    said = [*([f"the real up would end with exit 2: {certain}" if certain else f"note: {missing}"] if missing
+    said = [*([f"the real up would end with exit 2: {certain}"] if certain else [f"note: {missing}"] if missing
               else []), *([f"the real up would end with exit 2: {crowded}"] if crowded else []),
             *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else [])]
@@ -141,18 +146,26 @@ def up_command(
     finally:  # the nodes the wait saw up, as data, even when the check after it named one
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
-    _say_metrics(backend, out)
+    _say_metrics(backend, out, training=mode == "run")
 
 
-def _say_metrics(backend, out) -> None:
+def _say_metrics(backend, out, training: bool) -> None:
     """Where node 0's /metrics is published on this machine (walk12c C12: the engine picks a new host port at
-    every up that recreates node 0, and nothing said which): ``up`` and ``status`` print it on stderr."""
+    every up that recreates node 0, and nothing said which): ``up`` and ``status`` print it on stderr.
+    ``training``: a job runs on the nodes (run mode, or a `nodeweave run` in progress); node 0 serves its metrics
+    only then, so nodes that hold are told so (walk14 A10: the URL was given while nothing answered there)."""
     url = backend.metrics_url()
     if url:
         why = "" if backend.spec.metrics.host_port else (
             " (node 0's, on a port the engine picked at up: a static scrape config wants metrics.host_port in the "
             "spec; `nodeweave top` finds it by itself)")
-        out.print(f"metrics: {url}{why}", highlight=False, markup=False)
+        when = "" if training else (
+            f"; {HOLDING_METRICS}")
+        out.print(f"metrics: {url}{why}{when}", highlight=False, markup=False)
+
+
+# what node 0's metrics port is while the nodes hold: its entrypoint serves it while a job runs (walk14 A10)
+HOLDING_METRICS = "answers only while a run is in progress: the nodes hold now (`nodeweave run` starts one)"
 
 
 def _refuse_unreached_down(backend, spec_path: Path) -> None:
@@ -201,7 +214,10 @@ def down_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
     as_json: bool = JSON, output: str = output_option(),
 ) -> None:
-    """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
+    """Take down what `up` made (keeps Kubernetes claims unless --delete-claims).
+
+    Refused (exit 3) while a run is in progress on the nodes: removing them would SIGKILL it with no grace; `nodeweave
+    stop` ends it first (SIGTERM, the grace), then `nodeweave down`."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.options import forget_allocation
@@ -227,12 +243,26 @@ def down_command(
         emit({"job": spec.name, "where": backend.where, "down": True, "was_up": False, "also": []}, fmt)
         return
     plan = backend.plan_down(delete_claims, renamed)
+    # a run in progress: down would SIGKILL it with the nodes, as up's recreate would (walk14a A18); refused the
+    # same way (exit 3, naming the run and `nodeweave stop`), before anything is taken down. Bare hosts' down is
+    # itself a stop (SIGTERM, the grace): nothing to refuse there.
+    from nodeweave.cluster.onbackend import up_over
+
+    busy = None if plan.of_kind(StopPhase) else up_over(backend, "down")[0]
     if dry_run:
         from dataclasses import replace
 
-        plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down")))
+        plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down"),
+                                    *([f"the real down would end with exit 3: {busy}"] if busy else [])))
         show_plan(plan, fmt, backend, None, "down")
         return
+    if busy:
+        from nodeweave.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(busy + "; nothing was taken down")
+    from nodeweave.jobstate import hold_job
+
+    hold_job(backend.spec_dir, spec.name, "down")  # one up or down of the job at a time (walk14a A20)
     if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs (and the marks)
         _stop(plan, backend.spec_dir, out, fmt)
         # the record ends as every target's does (walk11a A17: it stayed, and every verb still acted on the hosts)
@@ -300,8 +330,11 @@ def status_command(
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
     if answering:
-        _say_metrics(backend, console(stderr=True))
-    problems = status_problems(rows, spec)
+        _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
+                                                                  if r["up"]))
+    from nodeweave.cluster.onbackend import count_changed
+
+    problems = status_problems(rows, spec, backend.made_count(), count_changed(backend))
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
@@ -442,7 +475,7 @@ def shell_command(
     spec_path = find_spec(spec_path)
     wanted = list(node)
     words = list(command or ())
-    if len(words) > 1 or words and not words[0].isdigit():  # `shell -- ls -la`: a command, not the old INDEX
+    if len(words) > 1 or words and not digits(words[0]):  # `shell -- ls -la`: a command, not the old INDEX
         from nodeweave.cli.execute import exec_line
 
         typed = " ".join(words)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.clusteropts import REACH, REACH_FLAGS, reach_options
 from nodeweave.cli.habits.nodes import checked_selectors, complete_node
 from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
@@ -22,6 +23,8 @@ from nodeweave.usertext import styled
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.console import Console
     from rich.table import Table
+
+    from nodeweave.cluster.options import ClusterOptions
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -115,25 +118,24 @@ def _cluster_table(view) -> Table:
     return table
 
 
-def _cluster(fmt: str, node: "list[str]") -> None:
+def _cluster(fmt: str, node: "list[str]", reach: "ClusterOptions") -> None:
     from nodeweave.usertext import console as people_console
 
     from nodeweave.doctor.cluster import NotANode, survey_here, survey_targets
 
     if node:
-        view = survey_targets(_asked_through(node))
+        view = survey_targets(_asked_through(node, reach=reach))
     else:
         try:
             view = survey_here()
         except NotANode as err:  # outside the job: ask through the nodes `nodeweave up` made (exit 3: none up)
-            from nodeweave.cli.habits.base import find_spec
             from nodeweave.errors import EnvironmentProblem
 
-            if not find_spec(None).is_file():
+            if not cluster_spec().is_file():
                 raise EnvironmentProblem(f"no job to ask: {err}, and no nodeweave.yaml here or above names one; run "
                                          "it inside a node, or give --node KIND:NAME (podman:trainer-1, pod:llama-0, "
                                          "ssh:gpu01)") from None
-            view = survey_targets(_asked_through(["all"]))
+            view = survey_targets(_asked_through(["all"], reach=reach))
     if is_data(fmt):
         emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
@@ -143,7 +145,7 @@ def _cluster(fmt: str, node: "list[str]") -> None:
 
 
 def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "Path | None",
-             capture: "Path | None" = None) -> None:
+             capture: "Path | None", reach: "ClusterOptions") -> None:
     """What the real doctor would start (--bench's launch), reach (--cluster's nodes) or write (--capture's
     folder, refused as the real run refuses it); the rest only reads."""
     from dataclasses import replace
@@ -175,7 +177,7 @@ def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "
                     "asks node 0's check-in exchange with this node's variables (nodeweave-entrypoint --status "
                     "--all does the same); changes nothing",)), fmt)
                 return
-        targets, notes = _asked_through(node, dry_run=True)
+        targets, notes = _asked_through(node, dry_run=True, reach=reach)
         plan = survey_plan(targets)
         show_plan(replace(plan, notes=(*notes, *plan.notes)), fmt)  # what the real one would meet first (A4)
         return
@@ -196,6 +198,17 @@ def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "
 _NO_ASKING = None  # survey_here's environment: this process's own (only its plan is made before NotANode)
 
 
+def cluster_spec() -> Path:
+    """The spec whose job --cluster asks outside a node: found as every cluster verb finds it, $NODEWEAVE_SPEC
+    first, else the nearest nodeweave.yaml (walk13 A2: the variable was passed over for the folder's spec)."""
+    import os
+
+    from nodeweave.cli.habits.spec_path import SPEC_ENV, find_spec
+
+    named = os.environ.get(SPEC_ENV, "").strip()
+    return find_spec(Path(os.environ[SPEC_ENV]) if named else None)
+
+
 def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
     """--node (and the old --on, with its note) for the mode that reads it: --cluster or --spec."""
     if on:
@@ -210,23 +223,28 @@ def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "
     return [*node, *on]
 
 
-def _asked_through(node: "list[str]", dry_run: bool = False):
-    """The nodes --cluster asks through: KIND:NAME addresses as they are, indices and names of the cluster
-    `nodeweave up` made for the nearest spec; a dry run returns (nodes, what the real one would meet)."""
+def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOptions | None" = None):
+    """The nodes --cluster asks through: KIND:NAME addresses as they are (reached with --ssh-option and
+    --kube-context), indices and names of the cluster `nodeweave up` made for the nearest spec, reached as the
+    reach flags say, as every verb reaches it (walk13 A8); a dry run returns (nodes, what the real one would meet)."""
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
-    from nodeweave.remote import parse_target
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.remote import RemoteOptions, parse_target
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
+    reach = reach if reach is not None else ClusterOptions()
     every = node == ["all"]  # --cluster outside a node: every node of the job the nearest spec names
     addresses, picks = ([], []) if every else split_addresses(node)
-    found = [parse_target(text) for text in addresses]
+    if addresses and not (picks or every):
+        refuse_cluster_flags_with_addresses(reach)
+    if addresses:  # the cluster's own reach is judged by open_cluster, a flag idle for its target first (walk5 W18)
+        options = RemoteOptions(ssh_options=tuple(reach.ssh_options), kube_context=reach.kube_context)
+    found = [parse_target(text, options=options) for text in addresses]
     absent = _unreachable_addresses(found) if dry_run else []
     if picks or every:
-        from nodeweave.cli.habits.base import find_spec
         from nodeweave.cli.habits.clusteropts import open_cluster
-        from nodeweave.cluster.options import ClusterOptions
 
-        _, backend, _ = open_cluster(find_spec(None), ClusterOptions(), dry_run=dry_run)
+        _, backend, _ = open_cluster(cluster_spec(), reach, dry_run=dry_run)
         picked = pick_nodes(live_nodes(backend, "ask", dry_run), picks)
         if dry_run:
             from nodeweave.cli.habits.clusteropts import would_fail
@@ -276,7 +294,10 @@ def print_cluster_view(view, console: Console) -> None:
 # doctor's two modes besides judging this machine, what each is, and the flags it reads (-o, --json and --dry-run:
 # every mode): any other flag given with one does nothing there and is refused, exit 2, naming the mode (walk5 W63,
 # W64: `--cluster --sysroot DIR` and `--capture DIR --bench` were dropped without a word).
-MODES = {"--cluster": ("asks the job's nodes", ("--node", "--on")),
+# The reach flags (clusteropts.REACH_FLAGS), read by --cluster alone: how it reaches the nodes of the cluster `up` made.
+REACH_FLAG_NAMES = {{"host": "hosts", "ssh_option": "ssh_options"}.get(param, param): option.param_decls[0]
+                    for param, _, option in REACH_FLAGS}  # {ClusterOptions field: flag}
+MODES = {"--cluster": ("asks the job's nodes", ("--node", "--on", *REACH_FLAG_NAMES.values())),
          "--capture": ("copies the files detection reads on this machine, as they are", ())}
 # What each flag a mode may not read does, for the refusal's words.
 JUDGES_THIS_MACHINE = {"--sysroot": "reads a captured tree in place of this machine",
@@ -284,7 +305,24 @@ JUDGES_THIS_MACHINE = {"--sysroot": "reads a captured tree in place of this mach
                        "--spec": "judges this machine as a node of the spec",
                        "--node": "names the node --spec judges this machine as, or the nodes --cluster asks",
                        "--on": "names the nodes --cluster asks",
-                       "--capture": "copies this machine's files", "--cluster": "asks the job's nodes"}
+                       "--capture": "copies this machine's files", "--cluster": "asks the job's nodes",
+                       **{flag: "picks how --cluster reaches the nodes of the cluster `nodeweave up` made"
+                          for flag in REACH_FLAG_NAMES.values()}}
+
+
+def reach_given(reach: "ClusterOptions") -> "dict[str, bool]":
+    """{reach flag: whether it was typed}, as doctor's modes judge flags."""
+    return {flag: bool(getattr(reach, field)) for field, flag in REACH_FLAG_NAMES.items()}
+
+
+def refuse_cluster_flags_with_addresses(reach: "ClusterOptions") -> None:
+    """--cluster --node KIND:NAME names the nodes itself: a reach flag that picks the cluster (all but --ssh-option
+    and --kube-context, which reach the addresses too) would do nothing there, so it is refused, exit 2."""
+    for field, flag in REACH_FLAG_NAMES.items():
+        if field not in ("ssh_options", "kube_context") and getattr(reach, field):
+            raise UsageError(f"{flag} does nothing with --node KIND:NAME only: {flag} picks how --cluster reaches the "
+                             "nodes of the cluster `nodeweave up` made, and KIND:NAME names a node itself; give "
+                             f"{flag} with --node's indices or names (or no --node: every node), or leave it out")
 
 
 def refuse_idle_flags(given: "dict[str, bool]") -> None:
@@ -297,6 +335,10 @@ def refuse_idle_flags(given: "dict[str, bool]") -> None:
             if said and flag != mode and flag not in reads:
                 raise UsageError(f"{flag} does nothing with {mode}: {mode} {what}, and {flag} "
                                  f"{JUDGES_THIS_MACHINE[flag]}; leave one of them out")
+    for flag in REACH_FLAG_NAMES.values():  # read by --cluster alone (walk13 A8)
+        if given.get(flag) and not given.get("--cluster"):
+            raise UsageError(f"{flag} does nothing without --cluster: it {JUDGES_THIS_MACHINE[flag]}, and doctor "
+                             "without --cluster judges this machine; add --cluster, or leave it out")
 
 
 def gpus_in_words(text: str) -> str:
@@ -327,6 +369,30 @@ def _capture(folder: Path, fmt: str = "table") -> None:
     emit({"schema": "nodeweave.doctor.capture/1", "folder": str(folder), **provenance}, fmt)
 
 
+def note_spec_not_read() -> None:
+    """doctor without --spec judges this machine alone, by its own variables: the one verb that finds no spec by
+    itself (a node has its variables, and a team folder's spec is not this machine). A spec it would otherwise be
+    taken to read, $NODEWEAVE_SPEC or the nearest nodeweave.yaml, is named once on stderr with the --spec to type
+    (walk13 A2: both were passed over without a word, while every other verb reads them)."""
+    import os
+    import sys
+
+    from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, spec_above
+
+    named = os.environ.get(SPEC_ENV, "").strip()
+    if named:
+        unread, source = named, f"${SPEC_ENV} ({named})"
+    else:
+        here = Path(SPEC_NAME)
+        found = here if here.is_file() else spec_above(Path.cwd())
+        if found is None:
+            return
+        unread = found if found == here else Path(os.path.relpath(found))
+        source = f"{unread}" + (" here" if found == here else ", the spec above this folder")
+    print(f"nodeweave: note: doctor judged this machine alone, by its own variables: {source} is read only with "
+          f"--spec ({'nodeweave doctor --spec ' + str(unread)} judges it as node 0 of that spec)", file=sys.stderr)
+
+
 def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
     """The variables the node ``--node`` picks (default node 0) of the spec starts with, under this shell's own
     (which win, as in compose)."""
@@ -351,6 +417,7 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
     return {**env, **os.environ}
 
 
+@reach_options
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1; "
                                      "with --capture its summary, nodeweave.doctor.capture/1; as -o json)"),
@@ -370,38 +437,51 @@ def doctor(
                                            "reads, plus nvidia-smi/amd-smi text and the detected node under "
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
-                                             "its node count, launcher, env and master (variables set here win)"),
+                                             "its node count, launcher, env and master (variables set here win). "
+                                             "Only when given: unlike every other verb, doctor finds no spec by "
+                                             "itself ($NODEWEAVE_SPEC and a nodeweave.yaml here are not read; a "
+                                             "note names them)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what --bench would launch and what --cluster "
                                  "would run on each node; start nothing, ask no node"),
     node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors, autocompletion=complete_node,
                                    help="As every verb's --node (an index, a range, a name or KIND:NAME); with "
                                         "--spec, the one node this machine is judged as (default: 0); with "
                                         "--cluster, the nodes to ask through (default: every node)"),
+    reach: "ClusterOptions" = REACH,
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training.
 
     --node, as in every verb: with --spec, the one node of the spec this machine is judged as (default: 0);
     with --cluster, the nodes to ask through (KIND:NAME addresses, or indices and names of the cluster
     `nodeweave up` made; default: every node).
+
+    --target and the other reach flags, with --cluster only: how the nodes of the cluster `nodeweave up`
+    made are reached, as in every verb (--kube-cli kubectl for an OpenShift spec's pods on a machine without
+    oc); they ask through that cluster even inside a node.
     """
     from nodeweave.doctor import diagnose
     from nodeweave.usertext import console as people_console
 
     fmt = data_format(json_output, output)
     refuse_idle_flags({"--cluster": cluster, "--capture": capture is not None, "--sysroot": sysroot is not None,
-                       "--bench": bench, "--spec": spec_path is not None, "--node": bool(node), "--on": bool(on)})
+                       "--bench": bench, "--spec": spec_path is not None, "--node": bool(node), "--on": bool(on),
+                       **reach_given(reach)})
     node = _which_nodes(node, on or [], cluster, spec_path)
+    if cluster and not node and any(reach_given(reach).values()):
+        node = ["all"]  # the reach flags name the cluster `up` made: ask through it, not this node's exchange
     if dry_run:
-        _dry_run(fmt, node, cluster, bench, sysroot, capture)
+        _dry_run(fmt, node, cluster, bench, sysroot, capture, reach)
         return
     if cluster:
-        _cluster(fmt, node)
+        _cluster(fmt, node, reach)
         return
     if capture is not None:
         _capture(capture, fmt)
         return
     env = spec_env(spec_path, node) if spec_path is not None else None
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)
+    if spec_path is None:  # once this machine is judged: a refusal (a bad --sysroot) stays its one line
+        note_spec_not_read()
     if bench:
         from nodeweave.doctor.bench_check import run_bench
         from nodeweave.doctor.findings import sort_findings

@@ -24,14 +24,17 @@ if TYPE_CHECKING:
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
              "pdsh): each line prefixed with \\[node-i], every node's exit code collected. At --timeout or Ctrl-C "
              "the command is ended on every node still running it (SIGTERM, SIGKILL 5 s later). Exit 0: every node "
-             "0; 1: a node failed (all named); 124: --timeout cut a node; 130: Ctrl-C; 2: bad input (named); 3: no "
-             "engine or the cluster is not up.")
+             "ended 0; else the command's own code when every node ended with the same one (one node: its code, as "
+             "ssh or `docker exec` passes it on); 1: nodes that failed with different codes (all named); 124: --timeout cut a "
+             "node; 130: Ctrl-C; 2: bad input (named); 3: no engine or the cluster is not up (a command's own 2, "
+             "3, 124 or 130 on every node comes back as such too: the last line says which).")
 
 
 @reach_options
 def exec_command(
-    command: List[str] = typer.Argument(None, help="COMMAND ARGS after `--`, run as is on every node (no shell: "
-                                        "`-- sh -c '...'` for one)"),
+    command: List[str] = typer.Argument(None, help="COMMAND ARGS after `--`, run as is on every node, in the "
+                                        "workspace's root (no shell: `-- sh -c '...'` for one; a path typed in a "
+                                        "subfolder is noted with its path from the root)"),
     node: List[str] = NODE,
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat); VAR "
                                   "alone: this shell's value of VAR (unset or empty is refused), shown as $VAR in "
@@ -65,8 +68,9 @@ def exec_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
+    moved = typed_here(spec, spec_path, list(command))
     noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False) + hidden_notes(variables, nodes)
-             + script_notes(command)]
+             + script_notes(command, moved) + moved_notes(_root(spec, nodes), node, list(command), moved)]
     if dry_run:
         from dataclasses import replace
 
@@ -93,23 +97,63 @@ def exec_line(node: List[str], words: List[str]) -> str:
     return f"nodeweave exec{picked} -- " + " ".join(shlex.quote(word) for word in run)
 
 
-def script_notes(command: List[str]) -> List[str]:
+def typed_here(spec, spec_path: Path, command: List[str]) -> "dict[str, str]":
+    """{word: its path from the workspace's root} for each word of ``command`` that names a file as the shell
+    reads it here, from a subfolder of the workspace (``cd sub/a; exec -- python hi.py``): the command runs as
+    given in the root, where every node starts, so there the word names another file or none (walk13a A12).
+    ``run.from_root`` is the one reading, as run's script is given from the root."""
+    from nodeweave.cli.run import from_root
+
+    found = {}
+    for word in command:
+        inside = from_root(spec, spec_path, word)
+        if inside:
+            found[word] = inside
+    return found
+
+
+def _root(spec, nodes) -> str:
+    """Where the nodes start: a bare host's or a Slurm step's folder (``Node.workdir``), else workspace.path."""
+    return next((n.workdir for n in nodes if getattr(n, "workdir", None)), None) or spec.workspace.path
+
+
+def moved_notes(root: str, node: List[str], command: List[str], moved: "dict[str, str]") -> List[str]:
+    """The note for :func:`typed_here`'s words: where the command runs, what each word is there, the line to type."""
+    import os
+
+    moved = {word: inside for word, inside in moved.items()  # a bare program is looked up on PATH (script_notes)
+             if not (command and word == command[0] and "/" not in word)}
+    if not moved:
+        return []
+
+    named = ", ".join(f"{word} is {inside}" for word, inside in moved.items())
+    fixed = [moved.get(word, word) for word in command]
+    return [f"the command runs as given in the workspace's root ({root}), where every node starts, "
+            f"not where you typed it ({os.getcwd()}): from there {named}; `{exec_line(node, fixed)}` names "
+            f"{'it' if len(moved) == 1 else 'them'} from the root"]
+
+
+def script_notes(command: List[str], moved: "dict[str, str] | None" = None) -> List[str]:
     """A script named bare (``exec -- train.py``) is looked up on the node's PATH, never in the workspace: the
-    exec fails with "executable file not found" on every node (replay10 R6). Say which verb the user meant."""
+    exec fails with "executable file not found" on every node (replay10 R6). Say which verb the user meant, with
+    the script's path from the workspace's root, where exec's command runs (``moved``: ``typed_here``'s)."""
     first = command[0]
     if "/" in first or not first.endswith((".py", ".sh")):
         return []
+    rooted = (moved or {}).get(first, first)
     if first.endswith(".sh"):
         return [f"{first} is looked up as a program on the node's PATH, where no script of the workspace is: "
-                f"`nodeweave exec -- bash {first}` runs it once per node"]
+                f"`nodeweave exec -- bash {rooted}` runs it once per node"]
     return [f"{first} is looked up as a program on the node's PATH, where no script of the workspace is: "
             f"`nodeweave run -- {first}` starts it under the launcher on every rank; "
-            f"`nodeweave exec -- python {first}` runs it once per node"]
+            f"`nodeweave exec -- python {rooted}` runs it once per node"]
 
 
 def _report(command: List[str], results, fmt: str, out) -> None:
     """Every node's result (-o json|yaml: as data), then the summary; exit 124 when the timeout cut a node (its
-    command ended there), else 1 when a node failed."""
+    command ended there), else, when a node failed, the command's own code where every node ended with the same one
+    (``logs.common_exit``: a script can tell grep's 1 from its 2 on one node or all, walk14a A6), 1 where they
+    differ."""
     from nodeweave.cluster.logs import summary
 
     line = summary(results, command)
@@ -119,7 +163,9 @@ def _report(command: List[str], results, fmt: str, out) -> None:
 
         raise NodeweaveError(line, EXIT_TIMED_OUT)
     if any(r.exit_code != 0 for r in results):
-        raise NodeweaveError(line)
+        from nodeweave.cluster.logs import common_exit
+
+        raise NodeweaveError(line, common_exit([r.exit_code for r in results]))
     out.print(styled(("nodeweave:", "bold"), f" {line}"), highlight=False)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.nodes import checked_selectors
@@ -123,7 +124,7 @@ def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") ->
         new = " ".join(f"--node {kind}{h}" for h in old_hosts[:2]) or f"--node {via}:NAME"
         note_renamed(f"hosts probe {old}", f"hosts probe {new}")
     given = words([*node, *old_hosts])
-    numbers = [w for w in given if w.isdigit()]
+    numbers = [w for w in given if digits(w)]
     if numbers:
         raise UsageError(f"--node {numbers[0]}: hosts probe has no cluster to count in; name the host "
                          "(gpu01, user@gpu01) or its address KIND:NAME")

@@ -19,6 +19,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option
@@ -119,8 +120,8 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: 
 
 def init(
     ctx: typer.Context,
-    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec (a name ending in .yaml or .yml)"),
-    name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS-1035 label; job-<4 hex of its path>, with a note, when nothing of it can be kept)"),
+    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec (a UTF-8 name ending in .yaml or .yml: render refuses another)"),
+    name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: the name of the folder the spec is written in (--out's), made a DNS-1035 label; job-<4 hex of its path>, with a note, when nothing of it can be kept)"),
     nodes: str = typer.Option("2", "--nodes", callback=lambda value: node_count(value), metavar="N",
                               help="Node count (with --host: the hosts' number; another is refused)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder (default: train.py, or the folder's only other *.py file)"),
@@ -139,12 +140,17 @@ def init(
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
                                help="Replace an earlier spec at --out (never a file that is not a spec), write "
-                               "nodeweave.yaml below a folder whose spec already covers this one or beside a nodeweave.yml, or keep a --script "
+                               "nodeweave.yaml below a folder whose spec already covers this one or beside a nodeweave.yml (and --out nodeweave.yml or NODEWEAVE.YAML beside a nodeweave.yaml), or keep a --script "
                                "the folder lacks while a close name is there (train for train.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing (an existing --out is "
                                  "refused without --force, as the real run refuses it)"),
 ) -> None:
-    """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
+    """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated.
+
+    The spec's image variant and gpus_per_node are what it detects. For a GPU cluster's spec written from a machine
+    without GPUs: --host GPU-HOST probes a GPU node, --sysroot DIR reads a `nodeweave doctor --capture` of one, or
+    edit image.variant and gpus_per_node in the spec it writes.
+    """
     from nodeweave.spec import parse_spec
     from nodeweave.specpath import spec_folder
 
@@ -158,6 +164,12 @@ def init(
     if _given(ctx, "script"):  # a default train.py the folder lacks is named by script_here's note, not refused
         refuse_a_near_miss(spec_folder(path), script, launcher, force)
     out_named = option_named("path", "--out", path, ctx)  # as typed, or the default said as one
+    from nodeweave.cli.render import spec_name_problem
+
+    unnamed = spec_name_problem(path)
+    if unnamed:  # a spec render would refuse is not written (walk14a A17)
+        raise UsageError(f"{out_named}: {unnamed}, so `nodeweave render` refuses such a spec; give --out a UTF-8 "
+                         "name (nodeweave.yaml is the default)")
     refuse_naming_itself(path, script, out_named)
     if via is not None:
         from nodeweave.cli.habits.spellings import note_renamed
@@ -171,15 +183,23 @@ def init(
     refuse_beside_another_spelling(path, force)
     seen = (seen_on_hosts(host, via or "ssh", ssh_option, namespace, container, kube_context) if host
             else seen_here(sysroot))
-    derived, name_note = folder_job_name(Path.cwd())
+    # named after the spec's folder, where its workspace, script and requirements are (walk14a A3: after the current
+    # folder, `init --out ../p2/nodeweave.yaml` gave p2's job p1's name)
+    derived, name_note = folder_job_name(spec_folder(path))
     arguments = (seen, name or derived, len(seen.hosts) or nodes, script, launcher)
     text, notes = spec_text(*arguments, requirements=REQUIREMENTS), [script_found, None if name else name_note]
     if (spec_folder(path) / REQUIREMENTS).is_file():
         try:
-            parse_spec(text, str(path), base_dir=spec_folder(path))
+            with_requirements = parse_spec(text, str(path), base_dir=spec_folder(path))
         except UsageError as err:  # e.g. an unpinned line: the spec is written without it, and says why
             text = spec_text(*arguments)
             notes.append(left_out_note(err))
+        else:
+            linked = linked_out_field(with_requirements, path, "image.requirements")
+            if linked:  # a link out of the folder: the image build would refuse the spec init wrote (walk13 A3)
+                text = spec_text(*arguments)
+                notes.append(f"{REQUIREMENTS} left out of image.requirements (the image build would refuse it): "
+                             f"{linked}; then add it under image: requirements: {REQUIREMENTS}")
     else:
         text = spec_text(*arguments)
         notes.append(not_a_requirements_file(spec_folder(path) / REQUIREMENTS))
@@ -188,8 +208,12 @@ def init(
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
         raise UsageError("\n".join(_as_flag(line, error, flags) for line, error in _lines(err))) from None
-    from nodeweave.cli.run import note_script
+    from nodeweave.cli.run import note_script, script_refusal
 
+    refused = script_refusal(written, path, [written.launcher.script, *written.launcher.args], launcher)
+    if refused:  # a spec validate would refuse, every node refusing its script (issue 43 A16): not written
+        raise UsageError(f"{refused}; nothing was written: give the training script with --script, or "
+                         "--launcher command for a program")
     notes += build_link_notes(written, path)
     for note in filter(None, notes):  # each on its own line, once, before the summary
         typer.echo(f"nodeweave: note: {note}", err=True)
@@ -243,36 +267,53 @@ def refuse_splitting(path: Path, force: bool) -> None:
 
 
 def other_spellings(path: Path) -> "list[Path]":
-    """The files beside ``path`` (nodeweave.yaml) that are the spec's name spelt otherwise (``nodeweave.yml``, the
-    spelling compose and GitHub take; ``Nodeweave.yaml``): no verb reads them, so a user's spec kept under one is
-    not found, and a new nodeweave.yaml beside it would be the job every verb runs (walk9 A30)."""
-    from nodeweave.cli.habits.spec_path import SPEC_NAME
+    """The files beside ``path`` that are the spec's name spelt another way (``nodeweave.yaml``, ``nodeweave.yml``,
+    the spelling compose and GitHub take, ``Nodeweave.yaml``), one file on a case-blind disk counted once: no verb
+    reads a spec under a near name, so two of them are two specs of one folder, one of which nothing runs (walk9 A30,
+    walk13 A19). The one rule: ``habits.spec_path.near_names``."""
+    from nodeweave.cli.habits.spec_path import SPEC_NAME, SPELLINGS, near_names
 
     folder = Path(os.path.abspath(path)).parent
-    stem = SPEC_NAME.rsplit(".", 1)[0]
-    try:
-        found = sorted(p for p in folder.iterdir() if p.name != SPEC_NAME and p.is_file()
-                       and p.name.lower() in (f"{stem}.yaml", f"{stem}.yml"))
-    except OSError:
-        return []
-    return [p for p in found if not (path.exists() and os.path.samefile(p, path))]  # one file, case-blind disks
+    names = [*near_names(folder), *([SPEC_NAME] if (folder / SPEC_NAME).is_file() else [])]
+    found = []
+    for name in names:
+        other = folder / name
+        try:
+            if name == path.name or (path.exists() and os.path.samefile(other, path)):
+                continue
+        except OSError:
+            continue
+        found.append(other)
+    return sorted(found) if path.name.lower() in SPELLINGS else []
 
 
 def refuse_beside_another_spelling(path: Path, force: bool) -> None:
-    """``init`` where the user's spec is ``nodeweave.yml``: refused without --force, naming the file and its job,
-    as a spec above this folder is (``refuse_splitting``); the way out is to rename it."""
+    """``init`` writing a spec beside another spelling of its name, either way, refused without --force, naming the
+    file and its job, as a spec above this folder is (``refuse_splitting``): nodeweave.yaml beside the user's
+    nodeweave.yml (the way out: rename it), or ``--out nodeweave.yml`` / ``NODEWEAVE.YAML`` beside the folder's
+    nodeweave.yaml (a second spec nothing runs; on a case-blind disk, the very file)."""
     from nodeweave.cli.habits.spec_path import SPEC_NAME
 
-    if force or path.name != SPEC_NAME:
+    if force:
         return
     found = other_spellings(path)
     if not found:
         return
     shown = os.path.relpath(found[0], Path.cwd())
+    written = os.path.relpath(Path(os.path.abspath(path)), Path.cwd())
+    if path.name != SPEC_NAME:
+        read = next((f for f in found if f.name == SPEC_NAME), found[0])
+        shown = os.path.relpath(read, Path.cwd())
+        what = ("the spec every verb here reads" if read.name == SPEC_NAME
+                else f"a spec under a name no verb reads either (they read {SPEC_NAME})")
+        same = (f" (on a case-insensitive disk, as macOS's is, {path.name} and {read.name} are one file)"
+                if path.name.lower() == read.name.lower() else "")
+        raise UsageError(f"{shown}{_job_of(read)} is {what}; {written} beside it would be a second spec of this "
+                         f"folder under a name no verb reads{same}: edit {shown}, write the new spec in another "
+                         "folder, or --force to write it anyway")
     raise UsageError(f"{shown}{_job_of(found[0])} is a spec under a name no verb reads (they read {SPEC_NAME}); a "
                      f"new {SPEC_NAME} beside it would be the job every verb runs: rename it (mv {shown} "
-                     f"{os.path.relpath(Path(os.path.abspath(path)), Path.cwd())}), pass it with --spec {shown}, or "
-                     "--force to write a second spec anyway")
+                     f"{written}), pass it with --spec {shown}, or --force to write a second spec anyway")
 
 
 def _job_of(spec: Path) -> str:
@@ -335,6 +376,15 @@ def build_link_notes(spec, spec_path: Path) -> "list[str]":
     from nodeweave.specpath import spec_folder
 
     return [f"the image build would refuse it: {line}" for line in linked_out(spec_folder(spec_path), spec)]
+
+
+def linked_out_field(spec, spec_path: Path, field: str) -> str:
+    """The line ``image build`` would refuse ``field`` of ``spec`` with as linked out of its context (the one rule,
+    ``build.context.linked_out``), or ""."""
+    from nodeweave.build.context import linked_out_by_what
+    from nodeweave.specpath import spec_folder
+
+    return linked_out_by_what(spec_folder(spec_path), spec).get(field, "")
 
 
 def not_a_requirements_file(path: Path) -> str:
@@ -421,7 +471,7 @@ def node_count(text) -> int:
     if ":" in text:
         raise UsageError(f"--nodes {text!r}: init takes a count (1 to 2048); for an elastic job write nodes: "
                          f"\"{text}\" in the spec it writes")
-    if not text.isdigit() or not 1 <= int(text) <= 2048:
+    if not digits(text) or not 1 <= int(text) <= 2048:
         raise UsageError(f"--nodes {text!r} is not accepted: a whole number of nodes, 1 to 2048")
     return int(text)
 
@@ -505,6 +555,9 @@ def _launcher_lines(launcher: str, script: str) -> dict:
     written as ``python`` with the file as its argument, another bare name as ``./NAME``."""
     import json
 
+    if script.startswith("/"):  # walk14a A11: an absolute path is none of this folder's, whatever the launcher
+        return {"script": script, "script_note": "an absolute path: the image's (this folder is at workspace.path)",
+                "args": "[]"}
     if launcher != "command" or "/" in script:
         return {"script": script, "script_note": "relative to workspace.path (this folder, mounted there)",
                 "args": "[]"}
@@ -559,10 +612,16 @@ def validate(
     shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
     notes = list(spec.notes)  # valid, but likely not what was meant: on stderr, and in the document a script reads
     if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
-        from nodeweave.cli.run import missing_volume_notes, script_note
+        from nodeweave.cli.run import missing_volume_notes, script_note, script_refusal
 
         here = not spec.hosts  # a hosts list's nodes mount their own folders, not this machine's
         command = [spec.launcher.script, *spec.launcher.args]
+        elsewhere = spec.hosts and str(spec.workspace.host_path).startswith("~")  # each host's own home (walk8 A20)
+        refused = "" if elsewhere else script_refusal(spec, spec_path, command, spec.launcher.type)
+        if refused:  # what every node refuses at its start is no valid spec (issue 43 A8, A16), as run refuses it
+            problem = f"{shown}: {refused}"
+            emit({"spec": shown, "valid": False, "errors": [problem], "error": problem}, fmt)
+            raise UsageError(problem)
         notes += [note for note in [script_note(spec, spec_path, command, spec.launcher.type, here=here)] if note]
         notes += missing_volume_notes(spec, spec_path) if here else []  # mounted, missing here (walk6 M7)
         notes += build_link_notes(spec, spec_path)

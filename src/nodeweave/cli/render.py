@@ -209,6 +209,18 @@ def render(
             memo.stop(seen)
 
 
+def spec_name_problem(spec_path: Path) -> str:
+    """Why no spec may have ``spec_path``'s name, or "": a byte that is not UTF-8, which every rendered file's header
+    would quote. The one rule for render's --spec and for init --out, which writes no spec render would refuse
+    (walk14a A17: init wrote one and named `render all --spec` as its next step)."""
+    from nodeweave.usertext import is_utf8
+
+    if is_utf8(spec_path.name):
+        return ""
+    return ("the file's name is not UTF-8 text, and every rendered file's header quotes it (rendered from that "
+            "spec) in text that holds only UTF-8")
+
+
 def _refuse_quoted_names_not_text(spec_path: Path, out: "Path | None", out_from_spec: str) -> None:
     """Every rendered file's header quotes the spec's file name and the --out folder (how to render it again), and
     the files are UTF-8 text: a name holding a byte that is not UTF-8 (a Latin-1 share's) is refused in one line
@@ -216,10 +228,10 @@ def _refuse_quoted_names_not_text(spec_path: Path, out: "Path | None", out_from_
     Python's codec text naming neither)."""
     from nodeweave.usertext import is_utf8
 
-    if not is_utf8(spec_path.name):
-        raise UsageError(f"--spec {spec_path}: the file's name is not UTF-8 text, and every rendered file's header "
-                         "quotes it (rendered from that spec) in text that holds only UTF-8; rename the spec "
-                         "(nodeweave.yaml is the default) or copy it to a UTF-8 name and give that")
+    problem = spec_name_problem(spec_path)
+    if problem:
+        raise UsageError(f"--spec {spec_path}: {problem}; rename the spec (nodeweave.yaml is the default) or copy it "
+                         "to a UTF-8 name and give that")
     if out is not None and not is_utf8(out_from_spec):
         raise UsageError(f"--out {out}: the folder's name is not UTF-8 text, and every rendered file's header "
                          "quotes it (how to render it again) in text that holds only UTF-8; give another --out "
@@ -361,17 +373,21 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name, prune=prune,
                            targets=targets)
         noted = True
-        typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
-                   f"is; nodeweave's rules went to {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
-                   "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
-                   "image.project.source name), or --force to replace yours with them", err=True)
     (files_phase,) = plan.phases
+    if not check:  # --check only reads (bounded): a link there is compared as what it leads to
+        from nodeweave.jobstate import refuse_links
+
+        # a link at a rendered path, or on its way (a linked folder): never written, unlinked or pruned through; the
+        # rule nodeweave's own files follow (jobstate.in_the_way), in one line, exit 2, the dry run too (walk13a A5)
+        refuse_links(out_dir, [out_dir / item.path for item in files_phase.files
+                               if item.status in ("new", "changed") or prune and item.status == "obsolete"])
     refuse_pruning_users_files(spec, spec_path, out_dir, files_phase)
     if not (check or force):  # in its own folder, only another spec's job is refused: a renamed job re-renders
         own_folder = out_dir == spec_folder(spec_path)
         refuse_another_jobs_render(out_dir, files_phase, spec.name, spec_path if own_folder else None)
     if dry_run or check:
         _note_new_dockerignore(files_phase, out_dir, planned=True)
+        _note_kept_dockerignore(files_phase, out_dir, planned=True)
     fmt = data_format(*output)
     if dry_run or check:
         _report(plan, fmt)
@@ -413,10 +429,26 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
                                 problem.exit_code) from None
         _report(plan, fmt)  # after the write: what it did, never a list of files it did not write
         _note_new_dockerignore(files_phase, out_dir, planned=False)
+        _note_kept_dockerignore(files_phase, out_dir, planned=False)
     if prune and files_phase.kept:
         typer.echo(f"nodeweave: note: kept {_shown(files_phase.kept)}: no renderer makes them any more, but they "
                    "changed since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)",
                    err=True)
+
+
+def _note_kept_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:
+    """The user's own ``.dockerignore`` kept, nodeweave's rules put at ``KEPT_DOCKERIGNORE`` instead: said where the
+    plan is shown (``planned``: "would go to") or once it is written ("went to"), never before a refusal that writes
+    nothing (walk14a A13: a render refused for another file said the rules "went to" a file that was never made)."""
+    from nodeweave.rendering import MARK
+
+    if not any(f.path == KEPT_DOCKERIGNORE for f in files_phase.files):
+        return
+    went = "would go to" if planned else "went to"
+    typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
+               f"is; nodeweave's rules {went} {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
+               "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
+               "image.project.source name), or --force to replace yours with them", err=True)
 
 
 def _note_new_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import typer
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
@@ -155,7 +156,7 @@ def run_command(
     from nodeweave.cli.habits.dashes import unexpanded_note
 
     here = backend.target == "local"  # this machine's folder is mounted at workspace.path
-    missing = script_missing_here(spec, spec_path, command, launcher or spec.launcher.type) if here else ""
+    missing = script_refusal(spec, spec_path, command, launcher or spec.launcher.type, mounted=here)
     if missing and not dry_run:
         raise UsageError(f"{missing}; nothing was started")
     said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, "" if missing else script_note(
@@ -255,7 +256,8 @@ def bare_program_note(spec, spec_path: Path, command: List[str], launcher: str) 
     if not (folder / command[0]).is_file():
         return ""
     return (f"launcher command execs {command[0]!r} through PATH, which does not hold the workspace: every node "
-            f"would exit 127; write ./{command[0]} (an executable with its #! line), or python {command[0]}")
+            f"would exit 127; write ./{command[0]} (an executable with its #! line), or python {command[0]} (for a "
+            f"program of the image's own by that name, its absolute path in the image, e.g. /usr/local/bin/{command[0]})")
 
 
 def program_script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
@@ -373,7 +375,7 @@ def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[st
 
     try:
         if flag == "--nodes":
-            if not value.isdigit():
+            if not digits(value):
                 return f"--nodes {value!r} is not accepted: a whole number of nodes"
             note = recovery_shape_note(spec, int(value), [], everyone)
             if note:
@@ -412,27 +414,51 @@ def typed_from_here(spec, spec_path: Path, command: List[str], launcher: str) ->
     ``run -- ../../train.py``, an absolute path of this machine), while the nodes start in the workspace's root;
     when that file is there and inside the workspace, the path from the root replaces the typed one, said as every
     changed command is (walk10 C10; walk7 A24 and A10 only noted it, and the run failed on every node). A path
-    that names no file from here is left as typed: the checks after it judge it from the root."""
+    that names no file from here is left as typed: the checks after it judge it from the root. The script's
+    arguments are its own to read (a path, or a value that looks like one): never changed, but one that names a
+    file from here that is another path from the root is said (walk13a A12: the script reads it from the root)."""
+    script = script_word(command, launcher)
+    inside = from_root(spec, spec_path, script)
+    index = command.index(script) if script else -1
+    seen = spec.workspace.path
+    said = []
+    if inside:
+        said.append(f"{script} runs as {inside}: read from where you typed it ({Path.cwd()}), given from the "
+                    f"workspace's root, where every node starts ({seen})")
+    args = {word: from_root(spec, spec_path, word) for word in command[index + 1:]}
+    args = {word: path for word, path in args.items() if path}
+    if args:
+        named = ", ".join(f"{word} is {path}" for word, path in args.items())
+        said.append(f"the script's arguments are passed as typed, and the script runs in the workspace's root "
+                    f"({seen}), not where you typed them ({Path.cwd()}): from there {named} (give "
+                    f"{'it' if len(args) == 1 else 'them'} so, if the script opens {'it' if len(args) == 1 else 'them'} "
+                    "as a path)")
+    fixed = [*command[:index], inside, *command[index + 1:]] if inside else command
+    return fixed, "; ".join(said)
+
+
+def from_root(spec, spec_path: Path, word: str) -> str:
+    """The path from the workspace's root of the file ``word`` names as the shell reads it here (from the current
+    folder, ``..`` as the shell takes it, or an absolute path of this machine), when that file is inside the
+    workspace and its path from the root is not ``word`` itself: the nodes start in the root, so they read ``word``
+    as another file (walk10 C10; walk13a A12). "" otherwise (an option, a path of the nodes' own, a file not here).
+    The one reading of a typed path: run's script and exec's words."""
     import os
     import posixpath
 
-    script = script_word(command, launcher)
-    if not script or script.startswith("-") or posixpath.isabs(script) and script.startswith(
+    if not word or word.startswith("-") or "\0" in word or posixpath.isabs(word) and word.startswith(
             spec.workspace.path.rstrip("/") + "/"):
-        return command, ""
+        return ""
     folder = workspace_folder(spec, spec_path)
-    here = Path(os.path.abspath(Path.cwd() / script))  # the path as typed, `..` taken as the shell takes it
+    here = Path(os.path.abspath(Path.cwd() / word))  # the path as typed, `..` taken as the shell takes it
     try:
         inside = here.relative_to(folder).as_posix()
-    except ValueError:
-        return command, ""
-    if not here.is_file() or inside == posixpath.normpath(script):
-        return command, ""
-    index = command.index(script)
-    seen = spec.workspace.path
-    return ([*command[:index], inside, *command[index + 1:]],
-            f"{script} runs as {inside}: read from where you typed it ({Path.cwd()}), given from the workspace's "
-            f"root, where every node starts ({seen})")
+        found = here.is_file()
+    except (ValueError, OSError):
+        return ""
+    if not found or inside == posixpath.normpath(word):
+        return ""
+    return inside
 
 
 def script_word(command: List[str], launcher: str) -> str:
@@ -448,7 +474,8 @@ def script_word(command: List[str], launcher: str) -> str:
 def host_path_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
     """An absolute script path of this machine inside the workspace's folder (``/home/me/proj/train.py``, as tab
     completion and realpath give it): the nodes see that folder at workspace.path, and no such path exists there
-    (walk7 A10). The line names the path to give instead; "" for any other script."""
+    (walk7 A10). The line names the path to give instead; one of this machine outside the workspace is said too
+    (the image may hold it); "" for any other script (a path in the image)."""
     import posixpath
 
     from nodeweave.specpath import spec_folder
@@ -460,7 +487,14 @@ def host_path_note(spec, spec_path: Path, command: List[str], launcher: str) -> 
     try:
         inside = Path(script).resolve().relative_to(folder).as_posix()
     except ValueError:
-        return ""  # a path in the image (/opt/...), or elsewhere on this machine: nothing here to compare with
+        if not os.path.lexists(script):
+            return ""  # a path in the image (/opt/...): nothing here to compare with
+        # one of this machine outside the workspace (walk14a A11: `init --script /tmp/other/train.py`, /etc/passwd
+        # were taken without a word): the nodes have it only if the image does
+        return (f"{script} is a path of this machine outside the workspace {folder}: the nodes see only the "
+                f"workspace (at {spec.workspace.path}) and the image, so every node would fail with 'No such file' "
+                f"unless the image holds {script}; to run this machine's file, copy it into the workspace and give "
+                "its path there (relative to workspace.path)")
     return (f"{script} is this machine's path, and the nodes see {folder} at {spec.workspace.path}: there every "
             f"node would fail with 'No such file'; give {inside} (relative to workspace.path) or "
             f"{posixpath.join(spec.workspace.path, inside)}")
@@ -557,17 +591,33 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
             f"'No such file' unless {unless}{meant}")
 
 
-def script_missing_here(spec, spec_path: Path, command: List[str], launcher: str) -> str:
-    """The note of a script missing from a workspace this machine mounts at workspace.path (the local target), or
-    "": there no image's copy can stand in, so every node would fail; the verb starting it refuses it (exit 2) and
-    its dry run says so (replay11 C10: `run -- nosuch.py` started both nodes and left a failed run folder)."""
+def script_refusal(spec, spec_path: Path, command: List[str], launcher: str, mounted: bool = False) -> str:
+    """What every node would refuse at its start whatever the image holds, judged here, or "": the one rule by
+    which validate, up and run refuse (exit 2) before anything starts what nodeweave already knows fails (issue 43
+    A8, A16: said as a note, then `valid` and exit 0, or started on every node). A bare workspace file under
+    launcher command (exit 127), a program or a file that is no Python under a Python launcher, a folder, pipe or
+    link out of the workspace as the script; ``mounted`` (this machine's folder is mounted at workspace.path, the
+    local target): a script the workspace lacks too, which no image's copy can stand in for (replay11 C10). A
+    script missing from a workspace the image copies, or the workspace folder itself missing, stays a note."""
+    for judged in (bare_program_note, program_script_note):
+        said = judged(spec, spec_path, command, launcher)
+        if said:
+            return said
     found = script_inside(spec, command, launcher)
     if found is None:
         return ""
     folder = workspace_folder(spec, spec_path)
-    if not folder.is_dir() or os.path.lexists(folder / found[1]):
+    if not folder.is_dir():
         return ""
-    return script_note(spec, spec_path, command, launcher, here=True, mounted=True)
+    from nodeweave.failures import leads_out_of
+
+    path = folder / found[1]
+    out = leads_out_of(folder, found[1])
+    if out is None and path.is_file():
+        return _not_python_note(found[0], path, launcher)
+    if out is not None or os.path.lexists(path) or mounted:
+        return script_note(spec, spec_path, command, launcher, here=True, mounted=mounted)
+    return ""
 
 
 def _not_python_note(script: str, path: Path, launcher: str) -> str:

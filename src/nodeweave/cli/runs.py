@@ -260,6 +260,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
     for row in rows:
         mark = best_mark(row["run"], won) + unranked(row)
         table.add_row(row["run"], row["label"], row["state"], "-" if row["seconds"] is None else f"{row['seconds']:g}",
+                      "unknown" if (row.get("goodput") or {}).get("unknown") else  # no step line read (walk14 A4)
                       percent((row.get("goodput") or {}).get("productive")),
                       ("-" if row["mean"] is None else f"{row['mean']:g}") + mark,
                       " ".join("-" if v is None else f"{v:g}" for v in row["per_node"]))

@@ -8,14 +8,14 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.clusteropts import HOST, REMOTE_DIR, TARGET
+from nodeweave.cli.habits.clusteropts import DEFAULT_TARGET_TEXT, HOST, REMOTE_DIR, TARGET
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import complete_from, data_format, output_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
-Targets: the nodes of the cluster -t/--target names (default, as on every verb: the one `nodeweave up`
-made, else the spec's hosts, else kubernetes for an OpenShift spec, else local; not up: exit 3),
+Targets: the nodes of the cluster -t/--target names (default, as on every verb: {default_target};
+not up: exit 3),
 --node picking some as in every verb; or nodes
 named directly: --node KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file,
 --statefulset, --compose-project. The source is read once; every target says what differs there, targets needing the same files get one tar
@@ -27,7 +27,7 @@ target matches; 1: names every target that failed; 2: bad input (named); 3: no e
 or the cluster is not up (a dry run notes it and exits 0, as every verb's). --json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
 what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
-"""
+""".replace("{default_target}", DEFAULT_TARGET_TEXT)
 
 
 def sync_command(

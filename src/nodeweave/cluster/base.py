@@ -212,6 +212,11 @@ class Backend(abc.ABC):
     # planned, and a dry run says its verdict on whether the nodes are up could not be found (walk6 W5: at 2112
     # containers the engine's inspect ran past its limit and the "would end with exit 3" line was silently lost).
     unanswered: Optional[str] = None
+    # Set by ``nodes(dry_run=True)`` where the dry run shows placeholder nodes in place of the refusal the real
+    # ``nodes()`` raises (a Slurm job with no allocation recorded, or one gone or not running): the dry run's note is
+    # that refusal, word for word (walk13a A7: the note called never-started placeholders "gone" in a line that was
+    # not the real verb's).
+    nodes_refused: Optional[Exception] = None
     # Whether ``up`` recreates every node container that is up (compose's ``up --force-recreate``), so what sync
     # and exec put on them is lost (walk12c C7): ``up`` then names them, and ``knows_unchanged`` says whether this
     # target can tell nodes already up as ``up`` would start them (``up_unchanged``), which it then leaves running.
@@ -396,6 +401,11 @@ class Backend(abc.ABC):
         """Whether this folder's record alone says the job is not up (a Slurm job with no allocation recorded):
         a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""
         return False
+
+    def made_count(self) -> Optional[int]:
+        """How many node containers the cluster up here was made with (what ``up`` rendered and started), where the
+        target keeps that beside the spec; None: not known here (the platform's own count is the nodes')."""
+        return None
 
     def metrics_url(self) -> Optional[str]:
         """Where this machine reaches node 0's ``/metrics`` as the platform published it (the local target's

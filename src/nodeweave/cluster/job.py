@@ -126,8 +126,10 @@ def keep_after_stop(folder: RunFolder, files) -> None:
     ``down`` too (walk12c C3: the file named was inside the container, gone at ``down``). Only names of that form."""
     import re
 
+    from nodeweave.cluster.runfolder import KEPT_NAME
+
     for name, text in (files or {}).items() if isinstance(files, dict) else ():
-        if isinstance(name, str) and isinstance(text, str) and re.fullmatch(r"launcher-after-stop-node-\w{1,12}\.log", name):
+        if isinstance(name, str) and isinstance(text, str) and re.fullmatch(KEPT_NAME, name):
             try:
                 (folder.path / name).write_text(text)
             except OSError:
@@ -203,5 +205,7 @@ def run_job(nodes: List[Node], request: RunRequest, argv: List[List[str]], folde
     runner_class = Runner
     if nodes and nodes[0].group is not None:  # one launch for every node: a Slurm step
         from nodeweave.cluster.backends.slurm.step import StepRunner as runner_class
-    runner = runner_class(nodes, request, argv, folder, console, quiet=quiet, hidden=context.hidden).run()
+    runner = runner_class(nodes, request, argv, folder, console, quiet=quiet, hidden=context.hidden)
+    runner.kept_here = folder.path  # the node paths of the files its record copies here, shown as the copies' (A1)
+    runner.run()
     return record(folder, runner, request, context, nodes)

@@ -82,6 +82,21 @@ def log_window(tail: Optional[int], since: Optional[str]) -> Tuple[str, ...]:
     return (*(("--tail", str(tail)) if tail is not None else ()), *(("--since", since) if since else ()))
 
 
+def _own_tail(node: Node, follow: bool, window: Tuple[str, ...]) -> Optional[int]:
+    """N where ``--tail N`` is applied here to the node's whole log rather than by its engine: an engine whose tail
+    splits lines written in pieces (``Remote.tail_splits_lines``, podman; walk14 A2: `--tail 1` gave an empty line,
+    `--tail 3` two lines glued), and no -f (a followed log's tail stays the engine's: where its old lines end and
+    new ones begin only the engine knows)."""
+    if follow or "--tail" not in window or not getattr(node.remote, "tail_splits_lines", False):
+        return None
+    return int(window[window.index("--tail") + 1])
+
+
+def _without_tail(window: Tuple[str, ...]) -> Tuple[str, ...]:
+    at = window.index("--tail")
+    return window[:at] + window[at + 2:]
+
+
 def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: Console, rank: Optional[int] = None,
                    collapse: bool = True, first_ranks: Optional[dict] = None, window: Tuple[str, ...] = ()) -> int:
     """Each node's container log; with ``follow``, interleaved as lines arrive until Ctrl-C. ``first_ranks``: {node
@@ -89,8 +104,10 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
     ``window`` (``--tail N``, ``--since D``) is the engine's or kubectl's own, so a day's log is not read to show
     its end."""
     show = _Printer(console, {n.name: n.index for n in nodes})
-    procs = [(n, subprocess.Popen(backend.logs(n, follow, window), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL)) for n in nodes]
+    kept = {n.index: _own_tail(n, follow, window) for n in nodes}  # --tail N nodeweave applies itself, or None
+    procs = [(n, subprocess.Popen(backend.logs(n, follow, window if kept[n.index] is None else _without_tail(window)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+             for n in nodes]
     lines: "queue.Queue" = queue.Queue()
 
     def read(node, proc):
@@ -102,7 +119,8 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
         view = LogView(rank, collapse, first_ranks=first_ranks)
         streams = []
         for node, proc in procs:
-            streams.append((node.name, [raw.decode("utf-8", errors="replace").rstrip("\r\n") for raw in proc.stdout]))
+            read = deque(proc.stdout, maxlen=kept[node.index])  # maxlen None: every line
+            streams.append((node.name, [raw.decode("utf-8", errors="replace").rstrip("\r\n") for raw in read]))
             proc.wait()
         for name, line in rounds(streams):
             show(view.feed(name, line))
@@ -199,8 +217,9 @@ def first_ranks(folder: Path) -> "dict[str, int]":
             rank, procs = topology["node_rank"]["value"], topology["nproc_per_node"]["value"]
         except (OSError, ValueError, RecursionError, KeyError, TypeError):
             continue
-        if topology.get("elastic") or plan.get("role"):  # the rendezvous numbers these ranks, not the node rank
-            continue
+        role = plan.get("role") or {}  # every plan has one; a generation's (recovery) is the rendezvous' to number
+        if topology.get("elastic") or not isinstance(role, dict) or role.get("generation") is not None:
+            continue  # walk14 A5: the role of every plan, generation null, kept every static job's ranks local
         if isinstance(rank, int) and isinstance(procs, int) and not isinstance(rank, bool) and procs > 0:
             found[plan_file.name[:-len(".plan.json")]] = rank * procs
     return found
@@ -274,9 +293,10 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
     start = time.monotonic()
     width = max(len(n.name) for n in nodes)
     argv = argv if argv is not None else [node.argv(command, env) for node in nodes]
-    procs = [subprocess.Popen(hidden.argv(line), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, env=hidden.environment(os.environ) if hidden else None)
-             for line in argv]
+    from nodeweave.cluster.runner import spawn_client
+
+    procs = [spawn_client(hidden.argv(line), env=hidden.environment(os.environ) if hidden else None)
+             for line in argv]  # each in a session of its own: a terminal's Ctrl-C reaches only this process
     lines: "queue.Queue" = queue.Queue()
     last = {node.index: "" for node in nodes}
     ended = {}
@@ -405,8 +425,8 @@ def left_running(named: List[Node], command: List[str]) -> str:
 def _drain(lines, streams: int, last: dict, console, width: int, start: float, timeout, procs,
            cut: "set[int]", running, tails=None) -> None:
     """Print lines until every stream closed; past ``timeout`` (or on Ctrl-C) the rest are killed, their
-    positions added to ``cut``; at a Ctrl-C, also those ``running()`` names (a terminal's Ctrl-C reaches the
-    clients too, which may end on their own before they are killed here)."""
+    positions added to ``cut``; at a Ctrl-C, also those ``running()`` names (the clients run in sessions of their
+    own, ``runner.spawn_client``: the terminal's Ctrl-C reaches this process alone, never them)."""
     try:
         while streams:
             left = None if timeout is None else timeout - (time.monotonic() - start)
@@ -434,6 +454,15 @@ def _drain(lines, streams: int, last: dict, console, width: int, start: float, t
                 cut.add(i)
                 proc.kill()
                 proc.wait()
+
+
+def common_exit(codes: List[Optional[int]]) -> int:
+    """The exit of a command that ended on every node (``codes``, none cut): its own code where every node ended
+    with the same one (a client that died of signal N: 128 + N, as a shell says it), else 1; 0 only for all 0."""
+    same = set(128 - code if code is not None and code < 0 else code for code in codes)
+    if len(same) == 1 and None not in same:
+        return int(same.pop()) & 0xFF or (1 if any(codes) else 0)
+    return 1
 
 
 def summary(results: List[NodeResult], command: Optional[List[str]] = None) -> str:

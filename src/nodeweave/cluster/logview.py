@@ -32,6 +32,11 @@ PREFIXES = (
 )
 # node 0's line once it decided a next generation starts (an older nodeweave's said it on the "ended" line, walk10
 # B14: a generation that never started was announced there)
+# where ranks' marks come from, said where --rank finds none (walk14 A5: the docs promised --rank N while the default
+# torchrun launch `init` writes marks no line)
+NO_RANK_MARKS = ("nodeweave's torchrun launch marks none unless the spec's launcher.options has --tee 3 (torchrun "
+                 "then marks each line [default<local rank>]:, read with the run's plans as the global rank); "
+                 "DeepSpeed marks [Rank N]; a script marks its own as [rank N] or [rank N/W ...]")
 NEXT_GENERATION = re.compile(r"recovery: (?:generation \d+ ended: .*; )?starting generation (\d+)")
 WINDOW = 256
 HOLD_S = 0.5
@@ -123,10 +128,8 @@ class LogView:
         if self.rank is None or self.kept:
             return None
         if not self.ranks_seen:
-            return (f"--rank {self.rank}: no line of these logs is marked with a rank (the launcher marks them: "
-                    "torchrun's [rankN]: or [defaultN]:, DeepSpeed's [Rank N], or the script: [rank N] or [rank N/W ...]; a "
-                    "line without one is its node's own); "
-                    "accepted: leave --rank off for every line")
+            return (f"--rank {self.rank}: no line of these logs is marked with a rank (a line without one is its "
+                    f"node's own): {NO_RANK_MARKS}; accepted: --node I for node I's lines, or leave --rank off")
         global_ranks = [r for r in self.ranks_seen if r.isdigit()]
         if not global_ranks:  # only torchrun's local ranks, on nodes whose first rank no plan gives
             return (f"--rank {self.rank}: these logs mark only local ranks (torchrun's [defaultN]:: "

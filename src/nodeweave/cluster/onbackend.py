@@ -22,12 +22,31 @@ def not_up(backend: Backend, nodes: List[Node]) -> Dict[int, str]:
     return {i: seen.word for i, seen in backend.states(nodes).items() if seen.state.down}
 
 
+def count_changed(backend: Backend) -> Optional[str]:
+    """The spec's node count against the one the cluster up here was made with, when they differ: the nodes past
+    the made ones were never made (walk14 A14: `nodes: 2` -> `3` while up made node-2 "down (missing)", with a hint
+    to read its last output, and exec and logs said the job "is not up" while its two nodes held)."""
+    made = backend.made_count()
+    wanted = backend.spec.containers
+    if made is None or made == wanted:
+        return None
+    up = "`nodeweave up --hold`" if backend.holds else "`nodeweave up`"
+    compose = backend.state.shown(backend.compose_file) if hasattr(backend, "state") else "its compose file"
+    return (f"{backend.spec_path.name} now asks for {wanted} node container(s) and {backend.spec.name} is up with "
+            f"{made} (what `nodeweave up` made: {compose}): {up} applies it, recreating every node (what sync and "
+            f"exec put outside the mounts is lost)")
+
+
 def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None" = None) -> Optional[str]:
     """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up.
-    ``down``: {index: word} already asked of the platform (one inspect per verb, test_walk6_scale)."""
+    ``down``: {index: word} already asked of the platform (one inspect per verb, test_walk6_scale). Nodes past the
+    count the cluster up was made with are said as that (``count_changed``), never as down."""
     down = not_up(backend, nodes) if down is None else down
     if not down:
         return None
+    made = backend.made_count()
+    if made is not None and all(i >= made for i in down):
+        return f"{count_changed(backend)}; {nothing_to(verb)} until then"
     named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
     return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}{runs_kept(backend, verb)}"
             f"; {start_hint(verb, backend.spec, backend.holds)}"
@@ -205,6 +224,8 @@ BUSY_CONSEQUENCE = {
     "run": "each node refuses a second run while one is in progress, so none would start",
     "check": "each node refuses a check while a run is in progress (it would share the GPUs and the network)",
     "up": "up recreates the nodes, which would kill it",
+    "down": "down removes the nodes, which would kill it (SIGKILL, no grace to write a checkpoint, and the run "
+            "recorded as failed)",
 }
 
 
@@ -260,11 +281,11 @@ def up_busy_line(backend: Backend) -> Optional[str]:
     return up_over(backend)[0]
 
 
-def up_over(backend: Backend) -> "tuple[Optional[str], List[Node]]":
-    """What ``up`` would act on, asked once: :func:`busy_line` (a run in progress, refused) and the nodes that are
-    up now (their entrypoints answer), which a target whose ``up`` recreates every node (``recreates_nodes``)
-    would recreate (walk12c C7). Nothing asked where the record or the platform says nothing of the job is up, or
-    where the platform cannot be asked (no engine here: a dry run goes on)."""
+def up_over(backend: Backend, verb: str = "up") -> "tuple[Optional[str], List[Node]]":
+    """What ``up`` (or ``down``: ``verb``) would act on, asked once: :func:`busy_line` (a run in progress, refused)
+    and the nodes that are up now (their entrypoints answer), which a target whose ``up`` recreates every node
+    (``recreates_nodes``) would recreate (walk12c C7). Nothing asked where the record or the platform says nothing
+    of the job is up, or where the platform cannot be asked (no engine here: a dry run goes on)."""
     from nodeweave.errors import NodeweaveError
 
     try:  # a platform that cannot be asked (no engine: a dry run goes on) has no run to lose
@@ -274,7 +295,7 @@ def up_over(backend: Backend) -> "tuple[Optional[str], List[Node]]":
         if not nodes:
             return None, []
         rows = node_rows(backend, nodes)
-        return busy_line(backend, nodes, "up", rows), [n for n, r in zip(nodes, rows) if r.get("up")]
+        return busy_line(backend, nodes, verb, rows), [n for n, r in zip(nodes, rows) if r.get("up")]
     except NodeweaveError:
         return None, []
 

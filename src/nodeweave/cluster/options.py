@@ -68,6 +68,19 @@ class ClusterOptions:
         values = {f.name: getattr(self, f.name) or getattr(saved, f.name) for f in fields(self)}
         return ClusterOptions(**values)
 
+    def with_engine_said(self, target: str) -> "ClusterOptions":
+        """$NODEWEAVE_ENGINE read as --engine is, on the local target, where --engine is not typed: the engine
+        the user named, before what ``up`` remembered fills the rest (``merged``). walk14 A9: a job brought up
+        with ``up --engine podman`` remembers podman, and the variable (docker, or a value that is no engine) was
+        then passed over silently by every verb, ``up`` too, while ``--engine docker`` was refused against the
+        record. A bad value is refused here (exit 2), wherever the job is up or not."""
+        if target != "local" or self.engine is not None:
+            return self
+        from nodeweave.engines import engine_said
+
+        said = engine_said()
+        return replace(self, engine=said) if said else self
+
     def resolved_target(self) -> str:
         """The target these options pick (aliases resolved; hosts when hosts are given, else local), judging no
         other value: what a flag that does nothing for it is refused by before its value is judged."""
@@ -165,7 +178,17 @@ def refuse_idle_flags(given: ClusterOptions, target: str, extra: "dict[str, tupl
                              f"leave it out, or give --target {targets[0]}")
 
 
-def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
+def spec_hosts(spec, spec_path: Optional[Path] = None) -> Tuple[str, ...]:
+    """The spec's ``hosts``, each judged by the host rule every verb applies (``check_ssh_host``), naming the spec's
+    field, not a --host nobody typed (walk13 A17: an IPv6 address the spec may hold for compose/node.yaml run by
+    hand was refused as ``--host '2001:db8::1'``)."""
+    where = spec_path.name if spec_path is not None else "the spec"
+    for index, host in enumerate(spec.hosts):
+        check_ssh_host(host, f"{where}: hosts[{index}]")
+    return tuple(spec.hosts)
+
+
+def spec_default(options: ClusterOptions, spec, spec_path: Optional[Path] = None) -> ClusterOptions:
     """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
     (``kubernetes.openshift`` or ``.build``: kubernetes, oc), a spec that fills ``slurm:`` (its partition, account,
     ...: only a Slurm cluster reads them; walk9 A25: the shipped Slurm example's plain `up` started its containers on
@@ -174,7 +197,7 @@ def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     if options.target is not None or options.hosts or options.hosts_file:
         return options
     if spec.hosts:
-        return replace(options, target="hosts", hosts=tuple(spec.hosts))
+        return replace(options, target="hosts", hosts=spec_hosts(spec, spec_path))
     if spec.kubernetes.openshift or spec.kubernetes.build:
         return replace(options, target="kubernetes")
     if spec.slurm is not None:  # None: the spec has no slurm: section
@@ -217,12 +240,7 @@ def default_target_note(options: ClusterOptions, spec, target: str) -> str:
 def check_remote_dir(text: str, what: str = "--remote-dir") -> str:
     """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
     expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""
-    if text == "~" or text.startswith("~/"):
-        return check_dest(text, what, home=True)
-    try:
-        return check_dest(text, what)
-    except UsageError as err:
-        raise UsageError(f"{err}; or ~/FOLDER, under each host's home") from None
+    return check_dest(text, what, home=True)  # its refusals offer ~/FOLDER, as sync's DEST's do (walk13 A11)
 
 
 def machine_own(folder: str) -> "str | None":

@@ -25,6 +25,21 @@ from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.ownfolders import RUNS  # one name for the run folders, which the spec's rules judge too
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
+# The files a node names by its own path in its lines and the run's record copies into the run folder here under the
+# same name (``job.keep_after_stop``): the launcher's output after a stop (``runstate.AFTER_STOP``). The one rule for
+# both: what is copied, and which paths in a node's lines are shown as the copy's (walk14a A1).
+KEPT_NAME = r"launcher-after-stop-node-\w{1,12}\.log"
+_KEPT_PATH = re.compile(r"(?:/[^\s:;,'\"`()]*)?/(" + KEPT_NAME + r")\b")
+
+
+def as_kept_here(line: str, folder: Path) -> str:
+    """``line`` with every node path of a file the run folder keeps (:data:`KEPT_NAME`) as that copy's path here:
+    ``/tmp/nodeweave/runs/ID/launcher-after-stop-node-1.log`` (inside the container, gone at ``down``) becomes
+    ``runs/ID/launcher-after-stop-node-1.log`` of this machine, which the user can open."""
+    if "launcher-after-stop-node-" not in line:
+        return line
+    return _KEPT_PATH.sub(lambda m: str(folder / m.group(1)), line)
+
 SCHEMA = "nodeweave.runfolder/1"
 
 

@@ -74,6 +74,17 @@ class NodeRun:
     killed_here: bool = False
 
 
+def spawn_client(argv: Sequence[str], env=None) -> "subprocess.Popen[bytes]":
+    """One exec client of a command that runs on a node (``podman exec``, ``kubectl exec``, ``ssh``, ``srun``): its
+    output piped here, no stdin, and in a session of its own (walk14a A7). A terminal's Ctrl-C goes to its whole
+    foreground process group: a client there would die of it at once while the command it started keeps running on
+    the node, and its exit would read as the node failing. In its own session only nodeweave gets the Ctrl-C, which
+    then ends the command on every node (``run``, ``check``: ``nodeweave stop``'s way; ``exec``: its pid's stopper)
+    and says ``interrupted``. The one spawn of every verb that starts a command on the nodes."""
+    return subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+
+
 def launch_argv(nodes: List[Node], request: RunRequest) -> List[List[str]]:
     """What starts ``request`` on ``nodes``: every node's exec of its entrypoint, or the one launch that starts
     them all (a Slurm step). A run's or a check's plan records it (``runplan``, ``check.plan``); the one place
@@ -112,6 +123,7 @@ class Runner:
         self.stopper: Optional[threading.Thread] = None
         self.width = max(len(n.name) for n in nodes)
         self.prefixes: Dict[int, tuple] = {}
+        self.kept_here = None  # a run folder whose record copies the nodes' kept files: their paths shown as here
 
     @property
     def launches(self) -> int:
@@ -128,14 +140,24 @@ class Runner:
     def _spawn(self, planned: "tuple[Node, List[str]]") -> NodeRun:
         node, argv = planned
         log = open(self.folder.log_path(node.name), "wb")
-        proc = subprocess.Popen(self.hidden.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=self.spawn_env())
+        proc = spawn_client(self.hidden.argv(argv), env=self.spawn_env())
         run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)  # the argv as planned, never filled
         threading.Thread(target=self._read, args=(run,), daemon=True).start()
         return run
 
+    def seen_here(self, text: str) -> str:
+        """A node's line as this machine shows and logs it: the node paths of the files the run's record copies
+        into the run folder (``runfolder.as_kept_here``) as the copies' paths (walk14a A1)."""
+        if self.kept_here is None:
+            return text
+        from nodeweave.cluster.runfolder import as_kept_here
+
+        return as_kept_here(text, self.kept_here)
+
     def _read(self, run: NodeRun) -> None:
         for raw in iter(run.proc.stdout.readline, b""):
+            if self.kept_here is not None and b"launcher-after-stop-node-" in raw:
+                raw = self.seen_here(raw.decode("utf-8", errors="replace")).encode()
             now = time.monotonic() - self.t0
             if run.first_output is None:
                 run.first_output = now

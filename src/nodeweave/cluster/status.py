@@ -57,6 +57,11 @@ def row(node: Node, answer: NodeAnswer, platform: Optional[str], asked: bool = T
             "recovery": data.get("recovery"), "asked": asked}
 
 
+def _index(name: str) -> int:
+    tail = str(name).rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
 def agreement(rows: List[dict]) -> Optional[bool]:
     """Do all answering nodes share one plan hash (None when none answered with a plan)?"""
     hashes = {r["plan_hash"] for r in rows if r["up"] and r["plan_hash"]}
@@ -99,15 +104,16 @@ def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
     return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
 
 
-def problems(rows: List[dict], spec=None) -> List[str]:
+def problems(rows: List[dict], spec=None, made: Optional[int] = None, changed: Optional[str] = None) -> List[str]:
     """What makes ``status`` exit 1, with what to do next (walk12c C14: `down: node-1` named nothing, where every
     other verb says what starts the nodes): nodes down, a node whose plan fails (it cannot start), plans that
     disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows."""
     from nodeweave.cluster.base import start_hint
     from nodeweave.entrypoint.nodelists import noted_ranges
 
-    found = []
-    down = [r for r in rows if not r["up"]]
+    found = [changed] if changed else []  # the spec's node count is not the one up made (walk14 A14): said first,
+    # and the nodes past the made ones, never made, are not "down" with a last output to read
+    down = [r for r in rows if not r["up"] and (made is None or _index(r["node"]) < made)]
     if down:
         named = noted_ranges((r["node"], r["platform"] or tool_message(r["error"] or "", 80)) for r in down)
         which = ",".join(str(r["node"]).rpartition("-")[2] for r in down)

@@ -104,7 +104,7 @@ def parse_env(options: Sequence[str], option: str = "--env", run: bool = False) 
     for text in options:
         if "=" in text or not VARIABLE.match(text):
             name, value = parse_assignment(text, option, run=run)
-            if env_looks_secret(name):
+            if env_looks_secret(name) and value:  # an empty one hides nothing, and is noted (assignment_notes)
                 found[name], values[name] = secret_placeholder(name, by_name=False), value
             else:
                 found[name] = value
@@ -256,8 +256,8 @@ def point_words(point: Dict[str, str]) -> str:
 
 def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], runs: bool = True) -> List[str]:
     """What a ``--sweep``/``-e`` taken as written may not mean (walk8 A18): a value starting with ``=`` (``A==1``
-    sets A to ``=1`` on every node: a doubled ``=``?) and, for ``runs`` (`nodeweave run`), a sweep of one point
-    (one run, as ``-e`` makes it), and a swept name that looks like a secret, its values written out (as the spec's
+    sets A to ``=1`` on every node: a doubled ``=``?), an empty ``-e`` value (``-e A=$UNSET``, walk13 A20) and, for
+    ``runs`` (`nodeweave run`), a sweep of one point (one run, as ``-e`` makes it), and a swept name that looks like a secret, its values written out (as the spec's
     env is judged; a ``-e`` one is hidden: ``parse_env``, ``hidden_notes``). The one judge of run's and bench's
     --sweep and of run's and exec's -e."""
     found = [f"{flag} {name}={value}: {name}'s value {value!r} starts with '=', which every node gets as part of "
@@ -270,6 +270,10 @@ def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], r
               for name, values in sweeps for value in values if ASSIGNMENT.match(value)]
     found += [f"-e {name}={value}: {second_variable(name, value, '-e')}" for name, value in env.items()
               if any(ASSIGNMENT.match(word) for word in value.split()[1:])]
+    # walk13 A20: `-e HF_TOKEN=$HF_TOKEN` with the variable unset reaches nodeweave as `HF_TOKEN=`, which sets it
+    # empty on every node, while `-e HF_TOKEN` alone refuses an unset one (parse_env) and --sweep an empty value
+    found += [f"-e {name}= sets {name} empty on every node: an unset ${name} in this shell? `-e {name}` takes this "
+              "shell's value and refuses an unset or empty one" for name, value in env.items() if value == ""]
     from nodeweave.spec.sections.job import ENV_SECRET_HINT, env_looks_secret
 
     # walk8 A31: a secret-looking -e is hidden (parse_env; how it travels: hidden_notes); a swept one is written

@@ -97,10 +97,23 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
         said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no answer"])[-1]
         return None, f"{node.name}: its entrypoint gave no picture ({said})"
     if not answer.get("live"):
-        return None, f"{node.name}: {answer.get('error')}"
+        return None, f"{node.name}: {_holding(node) or answer.get('error')}"
     problem = live_problem(answer["live"])  # an older entrypoint passes on whatever the port answered
     return (None, f"{node.name}: its metrics port gave no nodeweave status answer: {problem}") if problem else \
         (answer["live"], "")
+
+
+def _holding(node: Node) -> str:
+    """Why node 0 has no picture when its nodes hold with no run in progress, said as the user's next step, or "".
+    walk14 A10: top said "nothing answers at http://127.0.0.1:9464/status.json ...: not node 0, no job running, or
+    its metrics off", an address inside the node, while the plain answer was that nothing runs yet."""
+    from nodeweave.cluster.base import ask_status
+
+    data = ask_status(node, [], timeout=20).data or {}
+    if data.get("mode") != "hold" or data.get("runs"):
+        return ""
+    return ("the nodes hold: no run in progress (`nodeweave run` starts one); node 0's /status.json and /metrics "
+            "answer only while a run is in progress")
 
 
 def status_url(url: str) -> str:

@@ -94,7 +94,8 @@ One JSON object; keys are only ever added under this schema name::
       "fingerprint": null | {flat fields, see nodeweave.entrypoint.checkin.fingerprint: "rank", "hostname",
                      "nnodes", "job", "launcher", "address", "route_address", "gpu_vendor", "gpu_model",
                      "gpu_count", "nproc", "nccl", "rccl", "torch", "launcher_version", "image_ref",
-                     "image_digest", "workspace_commit", "workspace_digest", "env_hash", "env": {name: value},
+                     "image_digest", "workspace_commit", "workspace_digest", "command", "command_digest",
+                     "script_digest", "env_hash", "env": {name: value},
                      "interface", "mtu", "speed_mbps", "shm_bytes", "memlock_bytes", ...}   (--explain only)
       "role": null | {"kind": "training node"|"spare"|"left out"|"out for good",
                       "identity": int (the container's node rank among nodes + spares),

@@ -49,11 +49,13 @@ def main(argv=None):
 def _main(argv):
     env = dict(os.environ)
     try:
-        if argv[:1] == ["--node"]:
+        if argv[:1] == ["--node"] or argv[:1] and argv[0].startswith("--node="):
             from .nodeinfo import node_main  # what nodeweave status/stop/run ask this node
 
-            return node_main(argv[1:], env)
+            # --node=ACTION as every other option takes its value (walk14b B5)
+            return node_main(argv[1:] if argv[0] == "--node" else [argv[0][len("--node="):], *argv[1:]], env)
         settings = parse(argv, env)
+        _check_state_root(settings)
         check_no_wait(settings)
         if settings.status:
             from .checkin.session import print_status
@@ -121,6 +123,19 @@ def _main(argv):
     except KeyboardInterrupt:
         return 130
     return EXIT_OK
+
+
+def _check_state_root(settings):
+    """The folder every record of this node goes in ($TMPDIR/nodeweave) judged before anything is written, on
+    every path (start, hold, --explain, --status; ``--node`` in ``nodeinfo.node_main``): one rule,
+    ``runstate.state_root_problem`` (walk14b B14, B15)."""
+    from .systemfolders import check_state_root
+
+    try:
+        check_state_root(settings.env)
+    except EntrypointError as err:
+        err.settings = settings  # node 0 is told, as of any setting refused before the check-in
+        raise
 
 
 def _refused(err, argv):

@@ -39,12 +39,11 @@ def summary(plan, session=None, watched=False, identity=None):
 
 def write_files(files):
     for path, content in files.items():
-        tmp = f"{path}.{os.getpid()}"
+        from .running.runstate import write_whole  # only where a file is written: the start-up path stays light
+
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "w") as f:
-                f.write(content)
-            os.replace(tmp, path)
+            write_whole(path, content)
         except OSError as err:
             raise EntrypointError(f"cannot write {path}: {err.strerror}; set TMPDIR to a writable directory",
                                   EXIT_FAILURE) from None

@@ -144,32 +144,46 @@ def read_stream(handle, cap, what, name):
 class NotText(UnicodeDecodeError):
     """A file of the user's that is not UTF-8 text (a Latin-1 comment in a .dockerignore, walk7 A33): one line
     naming the file, the line, the byte and the remedy. Still a UnicodeDecodeError, so each reader's own handler
-    takes it; ``cli.main`` says it as it is where none did."""
+    takes it; ``cli.main`` says it as it is where none did. ``variable``: ``path`` is the name of an environment
+    variable (a host list such as ``SM_HOSTS``, walk14b B8), whose remedy is to set it again; a file that starts
+    with a UTF-16 byte-order mark (Notepad's "Unicode") is said as UTF-16 (walk14b B6)."""
 
-    def __init__(self, path, err, what):
+    def __init__(self, path, err, what, variable=False):
         super().__init__(err.encoding, err.object, err.start, err.end, err.reason)
-        self.path, self.what = path, what
+        self.path, self.what, self.variable = path, what, variable
 
     def __str__(self):
+        name = self.path if self.variable else os.fsdecode(self.path)
+        if not self.variable and self.object.startswith(UTF16_BOMS):
+            return (f"{name} is UTF-16 text (it starts with a UTF-16 byte-order mark, as Notepad's \"Unicode\" "
+                    f"writes), and nodeweave reads {self.what} as UTF-8; save it as UTF-8 (iconv -f utf-16 -t utf-8)")
         line = self.object.count(b"\n", 0, self.start) + 1
-        return (f"{os.fsdecode(self.path)}, line {line}: byte 0x{self.object[self.start]:02x} is not UTF-8 text, and "
-                f"nodeweave reads {self.what} as UTF-8; save it as UTF-8 (iconv -f latin1 -t utf-8)")
+        where = f"{name}, line {line}" if not self.variable or b"\n" in self.object else name
+        remedy = "set it again as UTF-8 text" if self.variable else "save it as UTF-8 (iconv -f latin1 -t utf-8)"
+        return (f"{where}: byte 0x{self.object[self.start]:02x} is not UTF-8 text, and nodeweave reads {self.what} "
+                f"as UTF-8; {remedy}")
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def text_of(data, path, what, errors="strict", variable=False):
+    """``data`` decoded as UTF-8, a leading UTF-8 byte-order mark skipped; :class:`NotText` names ``path`` (a file,
+    or with ``variable`` a variable's name), the line and the byte that is not."""
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as err:
+        raise NotText(path, err, what, variable) from None
 
 
 def read_text(path, cap, what, errors="strict"):
     """``read_bytes`` decoded as UTF-8; :class:`NotText` names the file, line and byte that is not. A leading UTF-8
     byte-order mark (Notepad's "UTF-8 with BOM") is skipped, as the spec's YAML reader skips it: every file read
     here, a hosts file's first host too, is what the editor shows (walk10 A6: ``\ufeffgpu01`` was no host name)."""
-    data = read_bytes(path, cap, what)
-    if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM):]
-    try:
-        return data.decode("utf-8", errors)
-    except UnicodeDecodeError as err:
-        raise NotText(path, err, what) from None
+    return text_of(read_bytes(path, cap, what), path, what, errors)
 
 
 def read_tail(path, cap, errors="replace", own=False):

@@ -174,17 +174,36 @@ def _stall_rows(settings, recovery, plan=None):
             "; a longer wait the script allows (its init_process_group timeout, a long save) is stopped as a "
             "stall too: raise stall_timeout to match")
     rows.append(_row(settings, "stall_timeout", timeout, stop))
-    checks = fault_checks(settings) if warn else 0
+    exchange_off = _exchange_switched_off(settings)
+    checks = fault_checks(settings) if warn and not exchange_off else 0
     acts = recovery and settings.get("straggler_is_fault")
     source = settings.source("straggler_fault")
     if source == "default" and acts:
         source = settings.source("straggler_is_fault")
+    never = (f"never: the check-in exchange is off ({exchange_off}), and node 0 names a straggler fault over its "
+             "heartbeat" if exchange_off else "never: a straggler is reported, never a fault")
     rows.append(_row(settings, "straggler_fault", checks,
                      (f"a straggler named {checks} checks in a row is a STRAGGLER FAULT; " +
                       ("recovery replaces its node" if acts else "reported only: recovery does not act on it "
-                       "(straggler_is_fault off)")) if checks else "never: a straggler is reported, never a fault",
-                     source))
+                       "(straggler_is_fault off)")) if checks else never, source))
     return rows
+
+
+def _exchange_switched_off(settings):
+    """Why the settings switch the check-in exchange off, by the rule that refuses its settings then
+    (``shared_rules.switch_off``), or None. A flag turning it off over a container's NODEWEAVE_STRAGGLER_FAULT
+    leaves that variable be; its row then says it is not used (walk14b B3)."""
+    from .planning.shared_rules import Naming, switch_off
+
+    values = {key: value.value for key, value in settings.options.items()}
+    values["no_wait"] = "--no-wait" if settings.no_wait else None
+    off = switch_off(values, "exchange", Naming(lambda key: _source_name(settings, key)))
+    return off[0] if off else None
+
+
+def _source_name(settings, key):
+    source = settings.source(key)
+    return source[len("flag "):] if source.startswith("flag ") else source
 
 
 def metrics_unserved(exchange):

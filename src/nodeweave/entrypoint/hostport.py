@@ -95,10 +95,12 @@ def leading_zero_problem(host):
     return f"has a leading zero in an octet{read}: write {plain}" + (f" or {octal}" if read else "")
 
 
-def host_key(host: str) -> str:
-    """What makes two spellings one host: DNS names are case-insensitive and ``gpu01.`` is ``gpu01`` (the root's
-    dot). The spec's ``hosts`` and the cluster verbs' ``--host`` flags refuse a host listed twice by this key."""
-    return host.lower().rstrip(".")
+def host_key(host):
+    """What makes two spellings one host: DNS names are case-insensitive (RFC 4343: ``VM`` is ``vm``) and ``gpu01.``
+    is ``gpu01`` (the root's dot); an address is unchanged. The one rule for "is this the same host": the spec's
+    ``hosts`` and the cluster verbs' ``--host`` flags refuse a host listed twice by it, and the entrypoint finds this
+    node in a hostfile, a node list or the master by it (walk13 B4)."""
+    return str(host or "").strip().lower().rstrip(".")
 
 
 def host_count_form(word):
@@ -119,3 +121,10 @@ def host_count_refusal(word):
         return None
     return (f"{word!r} is the host:N form (MPICH, mpirun -H), which is not read here; accepted: '<host> slots=<n>' "
             f"lines, e.g. '{found[0]} slots={found[1]}'")
+
+
+def names_this_node(host, names):
+    """Whether ``host`` (a hostfile line, a node list's item, a master) is one of ``names`` (this node's names
+    and addresses, as :func:`host_key` writes them), whole or by its short name (``vm.example.com`` is ``vm``)."""
+    key = host_key(host)
+    return bool(key) and (key in names or key.split(".")[0] in names)

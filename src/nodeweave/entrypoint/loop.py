@@ -21,7 +21,7 @@ import os
 
 from .errors import EXIT_NOT_EXECUTABLE, EXIT_TOPOLOGY, EntrypointError, TopologyError
 from .hostport import host_port
-from .model import SUPERVISED
+from .model import PATHS_FOR_RANKS, SUPERVISED
 from .planning.contract import STALL_WARN_S
 
 
@@ -84,6 +84,13 @@ class OneGeneration:
             apply_counts(plan, session.verdict)
         watch = session.watch if session is not None else None
         return start.launch(plan, start.settings, watch, session=session)
+
+
+def absolute_for_ranks(environ):
+    """``environ`` with each of :data:`model.PATHS_FOR_RANKS` it holds made absolute from this node's working folder
+    (walk13b B17: a relative NODEWEAVE_RESUME_FROM failed in a script that had changed folder). Empty stays empty."""
+    return {name: (os.path.abspath(value) if name in PATHS_FOR_RANKS and value else value)
+            for name, value in environ.items()}
 
 
 class Launch:
@@ -243,8 +250,16 @@ class Start:
             from .stall.local import watch_alone  # no heartbeat: this node judges its own ranks
 
             watch, environ = watch_alone(plan, settings, environ, self.log)
+        environ = absolute_for_ranks(environ)
         executable = resolve(plan.launch.argv[0], environ.get("PATH", os.defpath))
         return Launch(plan, executable, plan.launch.argv, environ, watch)
+
+    def watch_aside(self, plan, settings, watch, identity=None):
+        """Node 0 sitting a generation out (hub only): the stall watch on ``watch`` with no ranks of its own,
+        reading the members' (``recovery.generations.Generations.watch_aside``, walk13b B7)."""
+        from .stall.setup import attach
+
+        attach(watch, plan, settings, {}, self.log, identity=identity)
 
     @staticmethod
     def go(launch, received=None, warm=None):

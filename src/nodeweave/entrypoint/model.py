@@ -13,6 +13,10 @@ SUPERVISED = ("torchrun", "deepspeed", "accelerate")
 # What the entrypoint sets for its ranks itself: one already in its own environment is never passed on (walk7 B18).
 SET_FOR_RANKS = ("NODEWEAVE_RESTART_COUNT", "NODEWEAVE_RESUME_FROM", "NODEWEAVE_RANKWATCH_DIR",
                  "NODEWEAVE_RANKWATCH_PID")
+# The paths the entrypoint hands its ranks: each absolute (a relative one taken from this node's working folder, where
+# the entrypoint reads it), so a script that changes folder before it loads (Hydra's job.chdir, an os.chdir to its run
+# folder) opens what node 0 judged, not outputs/.../ck/step-60 (walk13b B17). ``loop.Start.ready`` applies it.
+PATHS_FOR_RANKS = ("NODEWEAVE_CHECKPOINT_DIR", "NODEWEAVE_RESUME_FROM", "NODEWEAVE_RANKWATCH_DIR")
 # A `command` launcher that starts ranks: the plan says it runs, not execs (stall.local.watched).
 WATCHED_CHILD = "runs as a watched child, not exec'd: the command starts ranks, so the stall watch supervises it"
 

@@ -49,6 +49,7 @@ class Cause(Word):
     LOST = "lost"              # a member went silent or its connection closed
     STALL = "stall"            # the ranks stalled for stall_timeout
     STRAGGLER = "straggler"    # a lasting straggler (stall.fault_checks with straggler_is_fault)
+    STOPPED = "stopped"        # a member's entrypoint was sent a stop signal (Ctrl-C, `--node stop`): it has exited
     SCRIPT = "script"          # the job's own error: the same exception on every member that raised one
     UNKNOWN = "unknown"        # the launchers ended without a report
 
@@ -76,6 +77,19 @@ class Evidence(NamedTuple):
     tail: Tuple[str, ...] = ()        # its last lines of output
     error: Optional[dict] = None      # the exception its script raised (``running/symptoms.script_error``)
     gap: Optional[float] = None       # a straggler's: how much slower (0.5 = 50%)
+
+
+def stop_sent(report):
+    """The stop signal a node's exit report says its entrypoint was sent (``"SIGINT"``, ``"SIGTERM"``), else None:
+    that entrypoint has exited and checks in no more, so node 0 judges its end a stop (``Cause.STOPPED``), not a
+    launcher that failed, and never waits for it to come back (walk13b B1: node 1's Ctrl-C was read as "its launcher
+    failed (torchrun exited 1 after SIGINT)" and waited for 30 s to check in again). One read for every reader."""
+    return (report.get("stopped") or None) if isinstance(report, dict) else None
+
+
+def said_stop(signal_name):
+    """``SIGINT, Ctrl-C`` or ``SIGTERM``: how every line names a stop signal a node was sent."""
+    return f"{signal_name}, Ctrl-C" if signal_name == "SIGINT" else str(signal_name)
 
 
 def heard(cause, label, report, node=None, rank=None, own=True, gap=None):

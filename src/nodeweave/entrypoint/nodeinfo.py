@@ -350,7 +350,10 @@ def check_arguments(argv):
 
 def node_main(argv, env):
     """``--node ACTION ARGS``: print the action's JSON; its exit code."""
+    from .systemfolders import check_state_root
+
     check_arguments(argv)
+    check_state_root(env)  # the folder every answer reads (walk14b B14, B15): judged as at a start
     data, code = {"status": status, "stop": stop, "report": report, "ready": ready,
                   "live": live}[argv[0]](argv[1:], env)
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")

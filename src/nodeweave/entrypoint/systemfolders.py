@@ -254,3 +254,107 @@ def mount_points(sysroot="/"):
         if len(fields) > 4 and fields[4].startswith("/"):
             points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
     return tuple(points)
+
+
+# --- the folder a node keeps its own records in: $TMPDIR/nodeweave (walk14b B14, B15) --------------------------
+
+def state_root(env):
+    """``$TMPDIR/nodeweave`` (``/tmp/nodeweave`` with TMPDIR unset or empty): every folder a node keeps of its own
+    lies in it, judged at start by :func:`state_root_problem`."""
+    return os.path.join(env.get("TMPDIR") or "/tmp", "nodeweave")
+
+
+STATE_ACCEPTED = ("TMPDIR set to the absolute path of a folder this user may write (a missing one is made, in an "
+                  "existing folder of this user's that is not / nor a system folder), or unset (/tmp)")
+
+
+def state_root_problem(env):
+    """The line refusing the folder :func:`state_root` derives from TMPDIR, or None: the one rule for every folder
+    a node keeps (its run records, hold, the recovery book, check-in records, the ranks' stall files, the DeepSpeed
+    hostfile), applied at start and by ``--explain``/``--status``/``--node`` before anything is written, as the CLI
+    judges its cache folder (``cachedir.cache_dir_problem``). TMPDIR must be absolute (a relative one or a ``~`` no
+    shell expanded made ``rel/nodeweave`` or a folder named ``~`` in the workspace, which sync sends; walk14b
+    B15), a folder, or one to be made in a folder of this user's (``/nonexistent`` was made directly in ``/``;
+    ``/dev/null`` ended in a traceback, walk14b B14), not one the kernel fills (``/proc``), writable, and
+    ``nodeweave`` in it a folder this user may write (another user's ``/tmp/nodeweave`` on a shared host). Here,
+    below every module that reads the folder (``running.runstate``), so the start judges it importing nothing
+    slow."""
+    import stat
+
+    given = env.get("TMPDIR") or ""
+    base = given or "/tmp"
+    said = f"TMPDIR={given}" if given else "/tmp (TMPDIR unset)"
+    own = os.path.join(base, "nodeweave")
+    why = "the node keeps its records, the recovery book and the ranks' stall files in $TMPDIR/nodeweave"
+    problem = (edge_space_problem(given) or unexpanded(given)) if given else None
+    if problem is None and not os.path.isabs(base):
+        problem = (f"{given!r} is a relative path: {own} would be made in whatever folder the node runs in (the "
+                   "workspace, which sync sends to every node)")
+    if problem is None:
+        normal = normal_path(base)
+        filled = next((folder for folder in FILLED if normal == folder or normal.startswith(folder + "/")), None)
+        if filled is not None:
+            problem = f"{normal} is {'in ' + filled + ', ' if normal != filled else ''}a folder {FILLED[filled]}"
+    if problem is None:
+        try:
+            mode = os.stat(base).st_mode
+        except FileNotFoundError:
+            problem = _missing_problem(normal)
+            if problem is None:
+                return None  # made at first use, in a folder of this user's
+        except NotADirectoryError:
+            problem = f"{base} goes through a file, not a folder"
+        except OSError as err:
+            problem = f"{base} cannot be looked at ({err.strerror or err})"
+        else:
+            if not stat.S_ISDIR(mode):
+                kind = "a file" if stat.S_ISREG(mode) else "a device, a pipe or a socket"
+                problem = f"{base} is {kind}, not a folder"
+            elif not os.access(base, os.W_OK | os.X_OK):
+                problem = f"{base} is a folder this user ({os.getuid()}) may not write"
+    if problem is None:
+        try:
+            mode = os.stat(own).st_mode
+        except FileNotFoundError:
+            if not os.path.islink(own):
+                return None  # made at first use
+            problem = f"{own}, nodeweave's folder in it, is a link to nothing: remove it, or set TMPDIR elsewhere"
+        except OSError as err:
+            problem = f"{own} cannot be looked at ({err.strerror or err})"
+        else:
+            if not stat.S_ISDIR(mode):
+                kind = "a file" if stat.S_ISREG(mode) else "a device, a pipe or a socket"
+                problem = (f"{own}, nodeweave's folder in it, is {kind}, not a folder: remove it, or set TMPDIR "
+                           "elsewhere")
+            elif not os.access(own, os.W_OK | os.X_OK):
+                owner = os.stat(own).st_uid
+                problem = (f"{own}, nodeweave's folder in it, belongs to user {owner} and this user ({os.getuid()}) "
+                           "may not write it (a shared /tmp?)")
+    if problem is None:
+        return None
+    return f"{said}: {problem}; {why}; accepted: {STATE_ACCEPTED}"
+
+
+def _missing_problem(normal):
+    """Why the missing TMPDIR ``normal`` is not to be made, or None: it is made at first use only in an existing
+    folder this user may write that is not ``/`` itself nor a system folder (walk14b B15: ``/nonexistent`` was
+    made directly in ``/``), as the CLI makes a missing cache folder."""
+    parent = os.path.dirname(normal)
+    if parent == "/":
+        return f"{normal} does not exist, and would be made directly in / (the root of the file system)"
+    if parent in SYSTEM_FOLDERS and parent not in FREE_IN:
+        return f"{normal} does not exist, and would be made in the system folder {parent} ({SYSTEM_FOLDERS[parent]})"
+    if not os.path.isdir(parent):
+        return f"{normal} does not exist, nor does the folder above it ({parent}), which nothing would make"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{normal} does not exist, and {parent}, where it would be made, is a folder this user may not write"
+    return None
+
+
+def check_state_root(env):
+    """:func:`state_root_problem` raised as the refusal of a bad variable (exit 2)."""
+    from .errors import UsageError
+
+    problem = state_root_problem(env)
+    if problem is not None:
+        raise UsageError(problem)

@@ -13,10 +13,11 @@ in ``engine.py``/``kube.py``/``ssh.py`` (or a new module), one row in
 
 from __future__ import annotations
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.remote.base import Remote, RemoteOptions
 from nodeweave.remote.engine import DockerExec, PodmanExec
 from nodeweave.remote.kube import KubectlExec, OcExec
-from nodeweave.remote.names import check_delete_dest, check_dest, check_ssh_host, refuse
+from nodeweave.remote.names import check_delete_dest, check_dest, check_ssh_host, ipv6_literal, refuse
 from nodeweave.remote.srun import Srun
 from nodeweave.remote.ssh import Ssh, SshDocker, SshPodman
 
@@ -66,10 +67,14 @@ def target_kind(text: str) -> "type[Remote]":
 
 
 def refuse_host_port(text: str) -> None:
-    """``gpu01:2222`` where a target is read: no kind is named like a host, so it is a host and its port, answered
-    as ``--host gpu01:22`` is (walk7 A8: it read as kind ``gpu01`` named ``2222``)."""
+    """A host where a target is read, judged by the host rule (``check_ssh_host``) rather than read as KIND:NAME:
+    ``gpu01:2222`` is a host and its port, answered as ``--host gpu01:22`` is (walk7 A8: it read as kind ``gpu01``
+    named ``2222``); an IPv6 address (``2001:db8::1``, ``::1``, ``[::1]``, ``me@[fd00::1]:22``) is refused as
+    ``--host`` refuses it (walk13 A1: it read as kind ``2001``, ``''`` or ``[``)."""
     kind, sep, port = text.partition(":")
-    if sep and port.isdigit() and ALIASES.get(kind, kind) not in KINDS:
+    if sep and ALIASES.get(kind, kind) not in KINDS and ipv6_literal(text):
+        check_ssh_host(text, "host")
+    if sep and digits(port) and ALIASES.get(kind, kind) not in KINDS:
         raise refuse("target", text, f"KIND:NAME, and a host takes no port: ssh takes the port apart, as "
                      f"--ssh-option Port={port} (or a `Host {kind.rpartition('@')[2]}` entry with `Port {port}` in "
                      f"~/.ssh/config), and ssh:{kind}")

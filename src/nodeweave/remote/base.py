@@ -172,6 +172,11 @@ class Remote:
         """An interactive login shell on the node (a terminal attached)."""
         return self.exec_argv(list(SHELL_ARGV), stdin=True, tty=True)
 
+    # podman's `logs --tail N` counts its log file's entries, and a line the container wrote in pieces (podman's
+    # partial entries) comes out split or glued to the next one (walk14 A2, podman 4.3): where this is True, a
+    # --tail N without -f is applied to the whole log by nodeweave (cluster/logs.py), as `tail -n` would
+    tail_splits_lines = False
+
     def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
         """The container's or pod's own log (what its main process printed); ``window``: ``--tail N``/``--since D``,
         spelt alike by podman, docker and kubectl."""

@@ -62,6 +62,7 @@ class EngineExec(Remote):
 @dataclass(frozen=True)
 class PodmanExec(EngineExec):
     kind = "podman"
+    tail_splits_lines = True  # Remote.tail_splits_lines (walk14 A2)
     aliases = ("container",)
     tool = "podman"
 

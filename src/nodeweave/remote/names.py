@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.entrypoint.hostport import leading_zero_problem, split_host_port
 from nodeweave.errors import UsageError
 from nodeweave.systemdirs import ROOTISH as _ROOTISH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
@@ -87,6 +88,15 @@ def check_container_name(value: str, what: str = "container name") -> str:
     return value
 
 
+def ipv6_literal(value: str) -> bool:
+    """Whether ``[user@]host`` names its host by an IPv6 address, bare or in brackets (``[fd00::1]``, ``[::1]:22``)."""
+    host = value.rpartition("@")[2]
+    try:
+        return ipaddress.ip_address(split_host_port(host)[0] if host.startswith("[") else host).version == 6
+    except ValueError:
+        return False
+
+
 def check_ssh_host(value: str, what: str = "host") -> str:
     """``[user@]host`` with an RFC 1123 name or an IPv4 address."""
     user, at, host = value.rpartition("@")
@@ -102,11 +112,11 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     zero = leading_zero_problem(host)
     if zero:
         raise refuse(what, value, f"[user@]host with an IPv4 address as ssh reads it (this one {zero})")
-    if address is not None and address.version == 6:
+    if ipv6_literal(host):
         raise refuse(what, value, "a host name or IPv4 address (give IPv6 hosts a name in "
                      "/etc/hosts or ~/.ssh/config: rsync's host:path form cannot carry one)")
     name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and name and ":" not in name:  # host:port, the first thing most people type
+    if colon and digits(port) and name and ":" not in name:  # host:port, the first thing most people type
         raise refuse(what, value, f"[user@]host without a port: ssh takes the port apart, as --ssh-option "
                      f"Port={port} (or a `Host {name}` entry with `Port {port}` in ~/.ssh/config), and "
                      f"{'--host ' if what.startswith('--host') else ''}{value.rpartition(':')[0]}")
@@ -166,9 +176,25 @@ def check_dest(dest: str, what: str = "DEST", home: bool = False, place: bool = 
         except UsageError:
             raise refuse(what, dest, "~/FOLDER: a folder under each host's home, of letters, digits and . _ @ + = , "
                          "- / without '.' or '..' components, not the home itself") from None
+    if not home:
+        return _absolute_dest(dest, what, place, home)
+    try:
+        return _absolute_dest(dest, what, place, home)
+    except UsageError as err:  # the ~/FOLDER form this DEST takes is offered by every refusal (walk13 A11)
+        parts = [p for p in dest.split("/") if p]
+        relative = (parts and not dest.startswith(("/", "~")) and not {".", ".."} & set(parts)
+                    and _SAFE_PATH.match("/" + "/".join(parts)))
+        example = "~/" + "/".join(parts) if relative else "~/FOLDER"
+        raise UsageError(f"{err}; or '{example}' (quoted, so your shell leaves it alone), under each host's "
+                         "home") from None
+
+
+def _absolute_dest(dest: str, what: str, place: bool, home: bool) -> str:
+    """:func:`check_dest`'s rule for an absolute DEST (``home``: the refusal's caller offers ~/FOLDER after it)."""
     if not dest.startswith("/"):
-        raise refuse(what, dest, "an absolute path on the targets such as /workspace "
-                     "('~' and relative paths mean different places on different nodes)")
+        raise refuse(what, dest, "an absolute path on the targets such as /workspace (" + (
+            "a relative path means" if home else "'~' and relative paths mean") + " different places on different "
+                     "nodes)")
     if not _SAFE_PATH.match(dest):
         raise refuse(what, dest, "an absolute path of letters, digits and . _ @ + = , - / "
                      "(no spaces, quotes or shell characters)")

@@ -152,6 +152,7 @@ class SshEngine(Ssh):
 class SshPodman(SshEngine):
     kind = "ssh+podman"
     engine_cli = "podman"
+    tail_splits_lines = True  # Remote.tail_splits_lines (walk14 A2)
 
 
 @dataclass(frozen=True)

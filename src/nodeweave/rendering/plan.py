@@ -66,6 +66,9 @@ def write_rendered(phase: RenderFilesPhase) -> None:
             recorded.pop(item.path, None)
         elif phase.prune and item.status == "kept":
             recorded.pop(item.path, None)
+    from nodeweave.jobstate import refuse_links
+
+    refuse_links(out, [target for target, _ in changes])  # as the plan did (cli/render), again at the write (A5)
     if phase.job:
         written = {target for target, data in changes if data is not None}
         removed = {target for target, data in changes if data is None}

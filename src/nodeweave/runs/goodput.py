@@ -63,7 +63,36 @@ def run_goodput(entry: RunEntry) -> Optional[dict]:
     timeline = run_timeline(entry.path)
     if not isinstance(timeline, dict) or not timeline.get("launched"):
         return None
-    return account(timeline, now=timeline.get("ended") or timeline.get("saved"))
+    accounted = account(timeline, now=timeline.get("ended") or timeline.get("saved"))
+    gens = timeline.get("generations") or []
+    if gens and not any(g.get("steps") or g.get("first") is not None for g in gens if isinstance(g, dict)):
+        # node 0 read no step line and saw no collective: training cannot be told from start-up, so no share is
+        # measured (walk14 A4: a run that trained for 20 s read "goodput: 0.0% ... training 0 s")
+        accounted = {**accounted, "productive": None, "unknown": _unmeasured(entry.path)}
+    return accounted
+
+
+# node 0's own line when lines looked like steps and no format read them (entrypoint/metrics/live.py)
+UNREAD_NOTE = "metrics: no step line was read"
+
+
+def _unmeasured(folder) -> str:
+    """Why a run's goodput is unknown, with node 0's own note on its step lines where its log keeps it."""
+    from nodeweave.entrypoint import bounded
+
+    said = ""
+    try:
+        text = bounded.read_tail(folder / "node-0.log", bounded.TEXT_CAP, own=True)
+    except (OSError, ValueError):
+        text = ""
+    for line in reversed(text.splitlines()):
+        at = line.find(UNREAD_NOTE)
+        if at >= 0:
+            said = line[at + len("metrics: "):].strip()
+            break
+    return ("unknown: node 0 read no step line and saw no collective, so training cannot be told from start-up ("
+            + (f"node 0 said: {said}" if said else "set metrics.step_pattern (NODEWEAVE_STEP_PATTERN) to read the "
+               "script's step lines; docs/observability.md, Steps") + ")")
 
 
 def percent(value: Optional[float]) -> str:
@@ -78,6 +107,8 @@ def lines(accounted: Optional[dict]) -> List[str]:
     def split(buckets: dict) -> str:
         return ", ".join(f"{NAMES[name]} {buckets[name]:g} s" for name in BUCKETS if buckets[name] or name == "training")
 
+    if accounted.get("unknown"):  # nothing of training was seen: no share, no split (walk14 A4)
+        return [f"goodput: {accounted['unknown']}; {accounted['wall_s']:g} s from launch to end"]
     out = [f"goodput: {percent(accounted['productive'])} of {accounted['wall_s']:g} s productive; "
            f"{split(accounted['buckets'])}"]
     if len(accounted["generations"]) > 1:

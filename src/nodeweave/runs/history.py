@@ -393,9 +393,28 @@ def _no_run_path(path: Path, wanted: str) -> str:
     return f"{wanted} is {what}, not a run folder; {accepted}"
 
 
-def _refuse_a_file_of_the_folder(parent: Path, wanted: str) -> None:
-    """A file in the runs folder named by ``wanted`` (``X`` or ``X.json``) is no run: said so, naming what it is
-    (walk11 A12: `runs show <time>-bench.json`, the file `bench` wrote there, was "no run ..." as if it were not)."""
+# Where a run id the runs verbs do not know may still be recorded: by the node alone, when its entrypoint was
+# started by hand with --run-id (walk13 B5); said in every "no run" answer, and named when it is on this machine.
+BY_HAND_RECORD = ("a `nodeweave-entrypoint --run-id ID` started by hand records its run only on its node, under that "
+                "node's $TMPDIR/nodeweave/runs/ID, which `nodeweave-entrypoint --node report ID` (with that TMPDIR) "
+                "reads")
+
+
+def _refuse_what_else_it_names(parent: Path, wanted: str) -> None:
+    """What ``wanted`` names that is no run folder, said before any "no run" answer, whatever else the runs folder
+    holds (walk13 A16: with no run folder yet, a bench result there was "no runs ... yet"): a file in the runs
+    folder (``X`` or ``X.json``; walk11 A12: `runs show <time>-bench.json`, the file `bench` wrote there), or a
+    node's own record of that run id on this machine, ``$TMPDIR/nodeweave/runs/<id>`` (walk13 B5)."""
+    import os
+
+    from nodeweave.entrypoint.running.runstate import state_root
+
+    record = Path(state_root(os.environ)) / "runs" / wanted
+    if wanted not in ("last", "latest", ".", "..") and "/" not in wanted and record.is_dir():
+        raise UsageError(f"{wanted!r} is no run folder under {parent}: {record} is a node's own record of that run id "
+                         f"(an entrypoint started with --run-id {wanted}), which the runs verbs do not read; "
+                         f"`nodeweave-entrypoint --node report {wanted}` prints it, and `nodeweave run` makes the run "
+                         "folders they read")
     for name in (wanted, f"{wanted}.json"):
         path = parent / name
         if "/" in name or not path.is_file():
@@ -418,7 +437,9 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         raise UsageError(_no_run_path(candidate, wanted))
     everything = list_runs(parent)
     if not everything:
-        raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")
+        _refuse_what_else_it_names(parent, wanted)
+        raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}"
+                         f"{'' if wanted in ('last', 'latest') else f' ({BY_HAND_RECORD})'}")
     if wanted in ("last", "latest") and job is not None:
         mine = [e for e in everything if _job_of(e) in (job, None)]  # a damaged one's job is unknown: kept, warned of
         if not mine:
@@ -457,6 +478,6 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         raise UsageError(f"run prefix {wanted!r} matches {len(matches)} runs under {parent} ({shown}); give more of "
                          "the id")
     known = ", ".join(e.run_id for e in everything[-5:]) or "none yet"
-    _refuse_a_file_of_the_folder(parent, wanted)
+    _refuse_what_else_it_names(parent, wanted)
     raise UsageError(f"no run {wanted!r} under {parent}; accepted: a run id (`nodeweave runs ls`; the last few: "
-                     f"{known}), a unique prefix, a run folder's path, or last")
+                     f"{known}), a unique prefix, a run folder's path, or last ({BY_HAND_RECORD})")

@@ -238,16 +238,38 @@ def _yaml_remedy(problem: str) -> str:
     return next((f"; {remedy}" for words, remedy in YAML_REMEDIES if words in problem), "")
 
 
+def yaml_refusal(err: "yaml.YAMLError", text: str, source_name: str) -> str:
+    """Any error of the YAML reader as one line: the file, line and column, the problem, what to do. The reader's
+    refusal of a character (a NUL, a control character, U+FFFE) carries no line, only an offset in the text, and
+    its words were PyYAML's two lines naming ``<unicode string>`` (walk13 A21): here it is placed as every other
+    YAML error is, the character named with its code point."""
+    if isinstance(err, yaml.reader.ReaderError):
+        offset = max(0, min(int(err.position), len(text)))
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        char = err.character if isinstance(err.character, str) else chr(err.character)
+        code = f"U+{ord(char):04X}"
+        if char == "\0":
+            remedy = ("a NUL byte: the file is binary or saved as UTF-16; save the spec as UTF-8 text")
+        else:
+            point = ord(char)
+            escape = (f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}" if point < 0x10000
+                      else f"\\U{point:08x}")
+            remedy = f'remove it, or write it as an escape inside a double-quoted string ("{escape}")'
+        return f"{source_name}:{line}:{column}: not valid YAML: the character {code} is not allowed in YAML; {remedy}"
+    mark = getattr(err, "problem_mark", None)
+    where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+    problem = " ".join(str(getattr(err, "problem", None) or err).split())  # one line, whatever the reader said
+    return f"{source_name}{where}: not valid YAML: {problem}{_yaml_remedy(problem)}"
+
+
 def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise UsageError(f"{source_name}{where}: not valid YAML: {problem}{_yaml_remedy(problem)}")
-    except ValueError as err:  # e.g. a NUL character, which the YAML reader refuses outright
-        raise UsageError(f"{source_name}: not valid YAML: {err}")
+        raise UsageError(yaml_refusal(err, text, source_name)) from None
+    except ValueError as err:
+        raise UsageError(f"{source_name}: not valid YAML: {' '.join(str(err).split())}") from None
     reader = Reader(source_name)
     if reader.is_null(root):
         raise UsageError(
@@ -347,7 +369,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,
                      watched, fewest=nodes.min)
         + _elastic_notes(nodes, launcher, restarts)
-        + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
+        + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ()))
+        + job.host_notes(hosts),
     )
     _read_as_the_nodes_do(r, top, made)
     refusal = r.refusal()

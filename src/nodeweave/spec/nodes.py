@@ -281,14 +281,14 @@ class Reader:
         entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
         if extensions:
             entries = {k: v for k, v in entries.items() if not k.startswith(EXTENSION_PREFIX)}
-        unknown = []
+        unknown = {}  # the known key each unknown key is taken for ("did you mean"; None: none like it) -> refusal
         for key, (key_node, _) in entries.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                unknown.append(self.fail(key_node, self.join(path, key), f"unknown key{hint}",
-                                         "one of " + ", ".join(allowed)))
-                self.keep(unknown[-1])
+                refusal = self.fail(key_node, self.join(path, key), f"unknown key{hint}", "one of " + ", ".join(allowed))
+                unknown.setdefault(close[0] if close else None, refusal)
+                self.keep(refusal)
         return Fields(self, node, path, {k: v for k, v in entries.items() if k in allowed}, unknown)
 
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
@@ -348,9 +348,10 @@ class Fields:
     """The known keys of one mapping in the spec, with the node of each for error lines."""
 
     def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]",
-                 unknown: "List[UsageError] | None" = None):
+                 unknown: "dict[Optional[str], UsageError] | None" = None):
         self.reader, self.node, self.path, self._entries = reader, node, path, entries
-        self.unknown = unknown or []  # its unknown keys' refusals (kept by the reader already)
+        # its unknown keys' refusals (kept by the reader already), by the known key each is taken for
+        self.unknown = unknown or {}
 
     def has(self, key: str) -> bool:
         return key in self._entries and not self.reader.is_null(self._entries[key][1])
@@ -383,11 +384,15 @@ class Fields:
     def require(self, key: str, accepted: str) -> Node:
         self._refuse_bare_tilde(key, accepted)
         if not self.has(key):
-            if key not in self._entries and self.unknown:  # likely misspelt: its unknown key is the one mistake
-                raise self.unknown[0]
+            # misspelt: the unknown key taken for it ("did you mean") is the one mistake, said once; a required
+            # field no unknown key is taken for is missing besides (walk13 A10: `nodez:` hid a missing `image:`)
+            if key not in self._entries and key in self.unknown:
+                raise self.unknown[key]
             # A null value points at its own line; a missing key at the mapping that lacks it.
             given, where = ("is null", self._entries[key][1]) if key in self._entries else ("is missing", self.node)
-            raise self.reader.fail(where, self.path_of(key), f"required field {given}", accepted)
+            missing = self.reader.fail(where, self.path_of(key), f"required field {given}", accepted)
+            self.reader.keep(missing)  # a mistake of its own, said beside an unknown key of the same mapping
+            raise missing
         return self._entries[key][1]
 
     def path_of(self, key: str) -> str:

@@ -287,12 +287,30 @@ SLURM_CONSTRAINT = Rule(
     "a Slurm --constraint expression of features, such as h100 or a100&ib (letters, digits, & | , [ ] ( ) *)",
 )
 
-# A path inside the build context: relative, no '..', single line, no ':'.
-CONTEXT_PATH = Rule(
-    lambda v: _full(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")(v) and ".." not in v.split("/"),
-    "a file or directory inside the build context (the spec's directory): relative, letters, digits, "
-    "'_', '.', '+', '-' and '/', without '..' (e.g. requirements.txt or third_party/torchtitan)",
+# A path inside the build context: relative, no '..', single line, no ':', starting with a letter, digit or '_'
+# (so never '.', './x' or '/x'). Each field that takes one says what it names (walk13 A18: one generic text said
+# "a file or directory ... e.g. third_party/torchtitan" for the requirements file, and "relative, letters, digits,
+# '.'" to a project source '.' it refused, without the first character's rule or why the folder itself is refused).
+_IN_CONTEXT = lambda v: _full(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")(v) and ".." not in v.split("/")  # noqa: E731
+_SPELLED = ("relative to it, of letters, digits, '_', '.', '+', '-' and '/', starting with a letter, digit or '_' "
+            "and without '..'")
+
+REQUIREMENTS_FILE = Rule(
+    _IN_CONTEXT,
+    f"a pinned requirements file inside the build context (the spec's directory), named {_SPELLED} "
+    "(e.g. requirements.txt or deps/train-requirements.txt; not ./requirements.txt, nor a folder)",
 )
+
+PROJECT_SOURCE = Rule(
+    _IN_CONTEXT,
+    f"a subfolder of the build context (the spec's directory), named {_SPELLED} (e.g. src or "
+    "third_party/torchtitan; not ./src); not the spec's folder itself ('.'), which would copy the spec, "
+    ".nodeweave/, runs/ and the wheelhouse into the image: move the project into a subfolder, or leave "
+    "image.project out, as the spec's folder is already the workspace every node sees (mounted, or sent by "
+    "`nodeweave sync`)",
+)
+
+CONTEXT_RULES = {"image.requirements": REQUIREMENTS_FILE, "image.project.source": PROJECT_SOURCE}
 
 # Where project code lands in the image: a plain absolute path (WORKDIR takes it verbatim).
 IMAGE_PATH = Rule(

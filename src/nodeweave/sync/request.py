@@ -235,16 +235,18 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         return None
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
-    from nodeweave.cluster.options import load_state, spec_default
+    from nodeweave.cluster.options import ClusterOptions, load_state, spec_default
 
     saved = load_state(spec_path, spec.name)
-    if given is not None:
-        saved = given.with_hosts_file_read().merged(saved)
+    given = ClusterOptions() if given is None else given.with_hosts_file_read()
+    # $NODEWEAVE_ENGINE is --engine where none is typed, as every verb reads it (with_engine_said, walk14 A9)
+    given = given.with_engine_said(spec_default(given.merged(saved), spec, spec_path).resolved_target())
+    saved = given.merged(saved)
     if saved.target is None and not fallback:
         return None
     from nodeweave.cluster.options import default_target_note
 
-    chosen = spec_default(saved, spec).checked()
+    chosen = spec_default(saved, spec, spec_path).checked()
     # the spec's target section the default target does not read, as every verb notes it (replay10 A25)
     extra = tuple(n for n in [default_target_note(saved, spec, chosen.target)] if n)
     saved = chosen

@@ -250,8 +250,11 @@ def refuse_run_record_spec(command, params) -> None:
 
 
 def other_tools_option(command, args, err) -> str:
-    """" (did you mean --spec FILE? ...)" for ``-f FILE`` and the other options of other tools' habits (walk9 A10)."""
-    if type(err).__name__ != "NoSuchOption":
+    """" (did you mean --spec FILE? ...)" for ``-f FILE`` and the other options of other tools' habits (walk9 A10);
+    also for one of nodeweave's options typed with no value as another tool's flag (walk13 A4: `logs -t`, docker's
+    timestamps, was "requires an argument")."""
+    if type(err).__name__ != "NoSuchOption" and not (
+            type(err).__name__ == "BadOptionUsage" and "requires an argument" in str(getattr(err, "message", ""))):
         return ""
     from nodeweave.cli.habits.othertools import option_hint
 

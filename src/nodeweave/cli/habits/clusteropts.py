@@ -20,12 +20,15 @@ from nodeweave.cli.habits.base import spec_option
 from nodeweave.cli.habits.output import complete_from
 
 SPEC = spec_option()
+# The default target, in spec_default's order (cluster/options.py), as every verb's -t help and sync's help say it
+# (walk13 A6: the help left out slurm, which a spec's slurm: section makes the default).
+DEFAULT_TARGET_TEXT = ("what `nodeweave up` used, else hosts with --host (or the spec's hosts), else kubernetes for an OpenShift "
+                       "spec (kubernetes.openshift or .build), else slurm for a spec with a slurm: section, else local")
 TARGET = typer.Option(None, "--target", "-t",
                       autocompletion=complete_from("local", "hosts", "kubernetes", "openshift", "slurm"),
                       help="local (.nodeweave/<job>/compose.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), "
                            "openshift (kubernetes through oc, with the openshift overlay), slurm (an allocation, srun); "
-                           "default: what `up` used, else hosts with --host (or the spec's hosts), else kubernetes for an "
-                           "OpenShift spec (kubernetes.openshift or .build), else local")
+                           f"default: {DEFAULT_TARGET_TEXT}")
 ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"),
                       help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="hosts: \\[user@]host over ssh, node 0 first (repeat; or --hosts-file)")
@@ -150,20 +153,20 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
     saved = load_state(spec_path, spec.name)  # reads only: a dry run writes nothing
-    target = _spec_target(given.merged(saved), spec).resolved_target()
+    target = _spec_target(given.merged(saved), spec, spec_path).resolved_target()
     meant = short_meant(given, target, FLAG_TARGETS)
     if meant:  # `logs -n 5`: tail's count, not a namespace (walk10 C13)
         from nodeweave.errors import UsageError
 
         raise UsageError(meant)
     refuse_idle_flags(given, target, extra)
-    given = given.with_hosts_file_read()
+    given = given.with_hosts_file_read().with_engine_said(target)
     if given.remote_dir:
         note_local_home("--remote-dir", given.remote_dir)
     merged = given.merged(saved)
     if spec.hosts:
-        merged = _spec_hosts(merged, spec)
-    merged = _spec_target(merged, spec)
+        merged = _spec_hosts(merged, spec, spec_path)
+    merged = _spec_target(merged, spec, spec_path)
     checked = recorded_namespace(spec, spec_path, merged.checked(), given, for_up)
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
@@ -201,14 +204,16 @@ def remember_up(spec_path: Path, spec, checked, backend) -> None:
     record_made(spec_path, spec.name, checked, made(backend))
 
 
-def _spec_hosts(options, spec):
+def _spec_hosts(options, spec, spec_path=None):
     """The spec's hosts list (node 0 first) is the hosts target's default; --host must name the same hosts."""
     from dataclasses import replace
 
     from nodeweave.errors import UsageError
 
+    from nodeweave.cluster.options import spec_hosts
+
     if not options.hosts:
-        return replace(options, hosts=tuple(spec.hosts), target=options.target or "hosts")
+        return replace(options, hosts=spec_hosts(spec, spec_path), target=options.target or "hosts")
     from nodeweave.entrypoint.hostport import host_key
 
     named = [h.rpartition("@")[2] for h in options.hosts]
@@ -233,12 +238,12 @@ def _nodes_from_hosts(spec, hosts):
     return replace(spec, nodes=NodeRange(training, training))
 
 
-def _spec_target(options, spec):
+def _spec_target(options, spec, spec_path=None):
     """No target said or remembered: the spec's default (``spec_default``: an OpenShift spec is for its cluster,
     so kubernetes, oc from the spec, rather than this machine's compose)."""
     from nodeweave.cluster.options import spec_default
 
-    return spec_default(options, spec)
+    return spec_default(options, spec, spec_path)
 
 
 def spec_command(spec) -> List[str]:
@@ -308,6 +313,9 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
     refused = first_refusal(backend)
     if refused is not None:
         return [f"the real {verb} would end with exit 3: {refused}"]
+    stood_in = backend.nodes_refused  # the dry run's placeholders stand where the real nodes() refuses: its line
+    if stood_in is not None:
+        return [f"the real {verb} would end with exit {getattr(stood_in, 'exit_code', 1)}: {stood_in}"]
     if not nodes:
         return []
     try:

@@ -154,6 +154,8 @@ class _Number:
     def convert(self, value, param, ctx):
         if isinstance(value, self.kind) and not isinstance(value, bool):
             number = value
+        elif not str(value).isascii():  # int('٣٠') is 30: the CLI's numbers are ASCII, as the spec's (walk13 A22)
+            raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param)
         else:
             try:
                 number = self.kind(str(value).strip())

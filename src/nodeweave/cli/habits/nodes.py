@@ -18,13 +18,14 @@ from typing import List, Sequence, Tuple
 
 import typer
 
+from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint.nodelists import ranges
 
 NODE_HELP = ("Only these nodes (repeat, or a list): an index 1, a range 0,2-3, a node's name (node-1, its "
              "container, pod or host), or its address KIND:NAME as `status` shows it (podman:llama-0, pod:llama-0, "
              "ssh:gpu01); default: every node")
-_RANGE = re.compile(r"^(\d+)-(\d+)$")
+_RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")  # ASCII digits: \d takes '١' (walk13 A22)
 # what kubectl (--all), shells (*) and people write for every node: --node's default already is every node
 EVERY_WORDS = ("all", "*", "every", "any", "each")
 
@@ -55,8 +56,16 @@ def words(wanted: Sequence[str]) -> List[str]:
 
 
 def checked_selectors(value: List[str]) -> List[str]:
-    """``--node``'s callback: a blank or empty item is refused as the command line is read, before anything runs."""
-    words(value)
+    """``--node``'s callback: a blank or empty item, and an index or range in another script's digits (``١``), are
+    refused as the command line is read, before anything runs or any tool is looked for (walk13 A22: bad input is
+    exit 2 whatever the machine has)."""
+    from nodeweave.entrypoint.planning.contract import ascii_spelling
+
+    for word in words(value):
+        spelt = ascii_spelling(word)
+        if spelt is not None and (digits(spelt) or _RANGE.match(spelt)):
+            raise UsageError(f"--node {word!r} is not accepted: an index or a range in ASCII digits (0, 2-3), a name "
+                             "or an address")
     return value
 
 
@@ -88,7 +97,7 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
     indices = span(len(nodes))
     known = ranges(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
                    for n in nodes) or "none"
-    if word.isdigit():
+    if digits(word):
         low = high = int(word)
     elif _RANGE.match(word):
         low, high = (int(x) for x in _RANGE.match(word).groups())
@@ -177,7 +186,7 @@ def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str) -> int:
 def picked_indices(wanted: Sequence[str], count: int, where: str) -> List[int]:
     """Node indices where only indices are known (a run folder's node-<i>.log files); [] means all."""
     given = words(wanted)
-    named = [w for w in given if not (w.isdigit() or _RANGE.match(w))]
+    named = [w for w in given if not (digits(w) or _RANGE.match(w))]
     if named:
         raise UsageError(f"--node {named[0]!r}: {where} knows its nodes by index only; give an index or a range "
                          f"({span(count)}){every_hint(named[0])}")

@@ -12,6 +12,8 @@ from typing import Dict, List, Sequence
 
 COMPLETION = ('shell completion is a variable, not a verb: eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)", '
               "source_zsh or source_fish for those shells, as README says")
+IMAGE_REMOVAL = ("none: nodeweave removes no image; `podman rmi localhost/nodeweave/<job>:<variant>` (or docker rmi) "
+                 "does, and `podman images | grep nodeweave` lists them")
 # The verbs other tools' users type (docker, podman, kubectl, helm, gh), by group, and nodeweave's for them: said in
 # place of a spelling-near guess that leads elsewhere (walk9 A33: `start` was told 'status', `ls` 'logs'; A1:
 # `completion` was "no such command" with nothing leading to the recipe).
@@ -27,9 +29,13 @@ HABITS: Dict[str, Dict[str, str]] = {
         "ls": "`nodeweave runs ls` (past runs) or `nodeweave status` (the nodes)", "list": "`nodeweave runs ls`",
         "attach": "`nodeweave logs -f` or `nodeweave shell`", "version": "`nodeweave --version`",
         "build": "`nodeweave image build`", "push": "`nodeweave image build --push`",
-        "images": "`nodeweave image variants`",
+        "images": "`nodeweave image variants`", "rmi": IMAGE_REMOVAL,
     },
-    "image": {"ls": "`nodeweave image variants`", "list": "`nodeweave image variants`"},
+    # walk14a A19: docker/podman image's verbs (push, rm, rmi, prune) were "no such command" while `ls` was answered
+    "image": {"ls": "`nodeweave image variants`", "list": "`nodeweave image variants`",
+              "push": ("`nodeweave image build VARIANT --push`: the push is part of the build (it tags "
+                       "<registry>/<name>:<variant>-<git sha> and :<variant>, and records the digest)"),
+              **{verb: IMAGE_REMOVAL for verb in ("rm", "rmi", "delete", "remove", "prune")}},
     "runs": {verb: ("the run folders are plain folders: delete one yourself (rm -r runs/<RUN>; `nodeweave runs ls` "
                     "names them)") for verb in ("rm", "delete", "prune")},
 }
@@ -63,6 +69,22 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
     **{("exec", typed): "`nodeweave shell` opens an interactive shell on a node, as docker exec -it and kubectl "
                         "exec -it do; exec runs one command and gives back its output and exit code"
        for typed in ("-i", "-it", "--interactive", "--tty", "--stdin")},  # -t is exec's --target
+    # walk13 A4: docker compose up's habits
+    **{("up", typed): "`nodeweave up` already returns once every node is up, as docker compose up -d does "
+                      "(--no-wait returns at once, without waiting); the nodes run on in the background"
+       for typed in ("-d", "--detach")},
+    ("up", "--build"): "`nodeweave image build` builds the image first (the spec's variant), and `up --image REF` "
+                       "runs one built already; up builds nothing itself",
+    ("up", "--scale"): "the spec's nodes says how many nodes up starts (N, or MIN:MAX for an elastic job); "
+                       "`nodeweave run --nodes 2` runs a run on the first two of them",
+    ("logs", "-t"): "-t is --target here (local, hosts, slurm, kubernetes); docker logs -t's timestamps: a run's log "
+                    "lines carry no time, and --since picks a window of them",
+    # walk13 A9: a GPU cluster's spec written from a machine without GPUs (init detects this machine's)
+    **{("init", typed): "init writes what it detects: for a GPU cluster's spec from a machine without GPUs, "
+                        "`init --host GPU-HOST` probes a GPU node, `init --sysroot DIR` reads a `nodeweave doctor "
+                        "--capture` of one, or edit image.variant and gpus_per_node (torchrun's --nproc-per-node) "
+                        "in the spec it writes"
+       for typed in ("--variant", "--gpus", "--gpus-per-node", "--nproc-per-node", "--nproc", "--image")},
 }
 
 

@@ -29,6 +29,7 @@ def find_spec(given: "Path | None") -> Path:
         # passed over for a spec further up, whose job down/stop would end (walk8 A27)
         if os.path.lexists(candidate):
             if folder == here:
+                _note_near_name_beside()
                 return Path(SPEC_NAME)
             found = Path(os.path.relpath(candidate, here))
             _note_near_name_here(here, found)
@@ -36,21 +37,48 @@ def find_spec(given: "Path | None") -> Path:
     return Path(SPEC_NAME)  # absent: the loader names it and what to pass
 
 
-def _near_names(folder: Path) -> "list[str]":
+def near_names(folder: Path) -> "list[str]":
     """Files in ``folder`` named as the spec is in other tools' habits (``nodeweave.yml``, ``Nodeweave.yaml``),
-    which no verb reads."""
+    which no verb reads: the one rule for the spec's other spellings (a spec under one found above, ``init`` writing
+    one beside another, a verb reading nodeweave.yaml beside one). On a case-blind disk ``Nodeweave.yaml`` may be
+    nodeweave.yaml itself: not a second file, not named."""
     try:
-        names = sorted(entry.name for entry in os.scandir(folder))
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
     except OSError:
         return []
-    return [name for name in names if name != SPEC_NAME
-            and name.lower() in ("nodeweave.yaml", "nodeweave.yml")]
+    spec = folder / SPEC_NAME
+    near = []
+    for name in names:
+        if name == SPEC_NAME or name.lower() not in SPELLINGS:
+            continue
+        try:
+            if spec.exists() and os.path.samefile(folder / name, spec):
+                continue
+        except OSError:
+            continue
+        near.append(name)
+    return near
+
+
+SPELLINGS = ("nodeweave.yaml", "nodeweave.yml")  # lower-cased: the spec's name and the spellings no verb reads
+
+
+def _note_near_name_beside() -> None:
+    """nodeweave.yaml read here while ``nodeweave.yml`` (another spelling) sits beside it: a second spec no verb
+    reads, said on stderr (walk13 A19: `init --out nodeweave.yml` beside nodeweave.yaml passed, and every verb was
+    silent about it)."""
+    near = near_names(Path.cwd())
+    if near:
+        import sys
+
+        print(f"nodeweave: note: ./{near[0]} beside {SPEC_NAME} is not read (the spec's name is {SPEC_NAME}): a "
+              f"second spec no verb runs; remove or rename it, or give --spec {near[0]}", file=sys.stderr)
 
 
 def _note_near_name_here(here: Path, found: Path) -> None:
     """The spec found above while a near name sits here (walk8 A28: ``nodeweave.yml`` beside you was passed over
     without a word, and ``down`` planned the parent's job): said on stderr before the verb acts."""
-    near = _near_names(here)
+    near = near_names(here)
     if near:
         import sys
 

@@ -324,6 +324,18 @@ class LocalCluster(Backend):
 
         return check_folders(self.spec, self.spec_dir, self.engine)
 
+    def made_count(self) -> Optional[int]:
+        """The services of ``.nodeweave/<job>/compose.yaml``, the file ``up`` started the nodes from; None when there
+        is none or it cannot be read (the verbs' own reading of it names why)."""
+        import yaml
+
+        try:
+            made = yaml.safe_load(bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file"))
+        except (OSError, ValueError, yaml.YAMLError, bounded.TooLarge):
+            return None
+        services = made.get("services") if isinstance(made, dict) else None
+        return len(services) if isinstance(services, dict) and services else None
+
     def metrics_url(self) -> Optional[str]:
         """``<engine> port <job>-0 <metrics.port>``: the host port the engine picked for node 0's ``/metrics``
         (compose's ``127.0.0.1::PORT``: one fixed port would stop a second job of this machine from starting)."""

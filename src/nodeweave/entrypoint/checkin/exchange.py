@@ -86,6 +86,40 @@ def exchange_holding(port, host="127.0.0.1", timeout=2):
     return said.get("job") if isinstance(said, dict) and said.get("t") == "challenge" else None
 
 
+def what_answers(host, port, timeout=1.5):
+    """What answers on ``host``'s ``port``, in one phrase (walk13 B11): node 0's check-in exchange (its greeting is
+    a JSON challenge naming the job), node 0's metrics port (HTTP, whose ``/`` names ``/metrics`` and
+    ``/status.json``), another HTTP server, something that accepts and stays silent (torchrun's store on the
+    master port does), or None when nothing listens."""
+    import socket
+
+    job = exchange_holding(port, host, timeout)
+    if job is not None:
+        return f"node 0's check-in exchange (job {job})"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as probe:
+            probe.settimeout(timeout)
+            probe.sendall(b"GET / HTTP/1.0\r\nHost: nodeweave\r\n\r\n")
+            said = b""
+            try:
+                while len(said) < 4096:
+                    chunk = probe.recv(4096)
+                    if not chunk:
+                        break
+                    said += chunk
+            except OSError:
+                pass
+    except OSError:
+        return None
+    if said.startswith(b"HTTP/"):
+        if b"/status.json" in said:
+            return "node 0's metrics port (HTTP: /metrics and /status.json)"
+        return "an HTTP server"
+    if not said:
+        return "a program that stays silent (torchrun's c10d store on the job's master port does)"
+    return "another program"
+
+
 def second_node_0(port, job, held=False):
     """The refusal of a second start of node 0 of ``job`` on this machine, whose check-in exchange already answers
     on ``port`` (``held``: the job id answering there, when the caller asked already), or None. One answer for

@@ -5,7 +5,7 @@ The check-in exchange (``exchange.py``) sends this to node 0; ``--explain
 nodes' fingerprints up side by side. Everything is read from files: the
 installed distributions (``*.dist-info`` names; for torch, deepspeed,
 accelerate and NCCL's wheel the ``Version:`` of their METADATA — torch is never imported), the plan (GPUs, limits, interface,
-environment), the workspace's sync stamp or git HEAD. Values are plain JSON
+environment), the workspace's sync stamp or git HEAD, the command after ``--`` and a digest of its script. Values are plain JSON
 scalars (two dicts, ``env`` and ``faults`` the only nested ones), so comparing and tabulating
 them needs no schema.
 """
@@ -144,6 +144,57 @@ def workspace(path):
     return {"commit": commit, "digest": None, "source": f"git HEAD of {path}" if commit else None}
 
 
+SCRIPT_READ_MAX = 4 << 20  # bytes of the script hashed: a script is pages of text; past this its size stands in
+
+
+def program(launcher, command, cwd):
+    """{command, command_digest, script_digest}: what this node runs — the command line after ``--`` (shown up to
+    200 characters, compared whole by its digest) and a digest of the script file's content (the word
+    ``planning.consistency.script_word`` reads as the script; None where there is none, or it is no regular file).
+    Two nodes given two scripts or two argument lists from two working folders check in as one job otherwise
+    (walk13b B6): a commit or sync stamp, where there is one, does not see an edit it does not hold either. The
+    script is read once, bounded (:data:`SCRIPT_READ_MAX`): no slow work on the start's path."""
+    import shlex
+
+    from ..planning.consistency import script_word
+
+    words = [str(word) for word in command or ()]
+    line = " ".join(shlex.quote(word) for word in words)
+    script = script_word(launcher, list(words)) if words else None
+    return {"command": _text(line) if words else None,
+            "command_digest": sha256("\0".join(words).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+            if words else None,
+            "script_digest": _file_digest(os.path.join(cwd, script)) if script else None}
+
+
+def _file_digest(path):
+    """16 hex digits of SHA-256 over the first :data:`SCRIPT_READ_MAX` bytes of the regular file at ``path`` and
+    its size, or None (not there, not a regular file, unreadable): a pipe or device is never read."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        digest = sha256(str(info.st_size).encode() + b"\0")
+        left = SCRIPT_READ_MAX
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+        return digest.hexdigest()[:16]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _text(value):
     return None if value is None else str(value)[:200]
 
@@ -244,6 +295,7 @@ def local_fingerprint(plan, root, settings, cwd=None):
     nccl = _nccl(root, env, gpus.vendor, dists)
     rccl = rccl_version(root, env)[0] if gpus.vendor == "amd" else None
     space = workspace(cwd or os.getcwd())
+    runs = program(launcher, settings.command, cwd or os.getcwd())
     env_vars, env_hash = env_view(plan)
     return {
         "version": VERSION,
@@ -259,6 +311,7 @@ def local_fingerprint(plan, root, settings, cwd=None):
         "image_variant": env.get("NODEWEAVE_IMAGE_VARIANT") or None,  # what the image says it is
         "image_digest": distributions_digest(dists), "distributions": len(dists),
         "workspace_commit": space["commit"], "workspace_digest": space["digest"], "workspace_source": space["source"],
+        "command": runs["command"], "command_digest": runs["command_digest"], "script_digest": runs["script_digest"],
         "env_hash": env_hash, "env": env_vars,
         "interface": iface_name, "mtu": iface.mtu if iface else None, "speed_mbps": iface.speed_mbps if iface else None,
         "shm_bytes": limits.shm_bytes, "memlock_bytes": limits.memlock_bytes, "cpus": limits.cpus,

@@ -26,7 +26,8 @@ import threading
 import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
-from ..news import Cause, News, NodeId, heard
+from ..hints import asked_stop, end_job_hint
+from ..news import Cause, News, NodeId, heard, said_stop, stop_sent
 from ..running.supervise import said_stopped
 from ..stall.exchange import HubStall, LinkStall
 from ..stall.surface import WatchSurface
@@ -149,7 +150,7 @@ class Watch(WatchSurface):
             self.failed_at = time.time()
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
         lines = describe(report, label if label != "this node" else None)
-        stopped = report.get("stopped")  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
+        stopped = stop_sent(report)  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
         # the launcher's output after the stop (torchrun's own traceback of the signal nodeweave sends) goes to
         # the file a stall stop uses (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on
         # node 0's console), for every stop: a peer's failure or stop too (walk10 B9: the traceback of the stop
@@ -177,7 +178,7 @@ class Watch(WatchSurface):
             self.log(f"the job stalled at {label}: {lines[0]}; {stopping} {then}")
         else:
             lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
-            was = (f"was stopped ({stopped}{', Ctrl-C' if stopped == 'SIGINT' else ''})" if stopped else
+            was = (f"was stopped ({said_stop(stopped)})" if stopped else
                    f"was declared lost by {lost_by}" if lost_by else "failed")
             self.log(f"{label} {was}: {lines[0]}; {stopping} {then}")
             for line in lines[1:]:
@@ -213,13 +214,13 @@ class Watch(WatchSurface):
         if not self.recovery:
             return "the others are told to stop (a stop, not a failure)"
         if isinstance(self, HubWatch) and self.ends_job(self.own_stop):
-            how = "Ctrl-C" if self.own_stop == "SIGINT" else "`nodeweave stop`"
+            how = "Ctrl-C" if self.own_stop == "SIGINT" else asked_stop()
             return (f"the others are told to stop: a deliberate stop of node 0 ({how}) ends the job on every node, "
                     "under recovery too (a stop, not a failure)")
         if isinstance(self, HubWatch):
             return (f"under recovery the others wait up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come "
-                    "back (its restart policy: an eviction's SIGTERM), then give up (exit 4); to end the job now, "
-                    "Ctrl-C node 0 or `nodeweave stop`")
+                    "back (its restart policy: an eviction's SIGTERM), then give up (exit 4); to end the job now: "
+                    + end_job_hint())
         return ("node 0 is told, and under recovery decides what follows: the job goes on without this node when "
                 "a spare or its minimum allows, else it ends")
 
@@ -621,9 +622,9 @@ class HubWatch(HubStall, Watch):
             self.stall_message(peer, message)
             if message.get("t") == "exit":
                 peer.done = message
-                if message.get("code") != 0 and peer.role == "member":
-                    self._heard(peer, Cause.CRASH, message)  # the others first, then this node's goodbye
-                elif message.get("code") != 0 and message.get("stopped") and self.failure is None:
+                if message.get("code") != 0 and peer.role == "member":  # the others first, then its goodbye
+                    self._heard(peer, Cause.STOPPED if stop_sent(message) else Cause.CRASH, message)
+                elif message.get("code") != 0 and stop_sent(message) and self.failure is None:
                     self.log(f"{_label(peer)} ({peer.role}) was stopped: {message.get('how')}")  # walk11b B15
                 self.hub.board.let_go(peer, 0.5)  # in this loop: its close is not waited for here
                 return
@@ -674,7 +675,9 @@ class HubWatch(HubStall, Watch):
         """A member failed: put on the failure news; relayed at once when it failed of its own accord, held (up to
         JUDGE_S) when its output shows only that a peer went away."""
         own = not report.get("peer_gone")
-        self.news.put(heard(cause, _label(peer), report, node=_identity(peer), own=own))
+        said = dict(report, how=f"{said_stop(stop_sent(report))}: {report.get('how')}") if cause is Cause.STOPPED \
+            else report  # the fault's why names the signal: "it was stopped (SIGINT, Ctrl-C: torchrun exited 1 ...)"
+        self.news.put(heard(cause, _label(peer), said, node=_identity(peer), own=own))
         if self.failure is not None or self.elastic or own:
             self.held = None
             self._failed(_label(peer), report)
@@ -691,8 +694,8 @@ class HubWatch(HubStall, Watch):
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
-        if report.get("stopped"):
-            news["stopped"] = report["stopped"]
+        if stop_sent(report):
+            news["stopped"] = stop_sent(report)
         if self.elastic:
             self._left(label, report)
             self._broadcast({"t": "left", **news})

@@ -48,20 +48,30 @@ def say_verdict(verdict, took, log):
         log(line)
 
 
+def waiting_line(needed, most, port, deadline_s):
+    """Node 0's line as its check-in gathers ``needed`` nodes (node 0 counted) of at most ``most``: how many more it
+    waits for, or, when it alone makes the minimum (an elastic ``1:N`` job), that it starts now and who may join,
+    never "waiting for 0 more" (walk13 B14)."""
+    join = f"up to {most} nodes may join" if most > needed else ""
+    if needed <= 1:
+        return ("check-in: the minimum 1 node is in (node 0): nothing to wait for, starting; "
+                + (f"{join} later, checking in on port {port}" if join else "it is the job's only node"))
+    return (f"check-in: waiting for {needed - 1} more node(s) on port {port} (up to {deadline_s}s)"
+            + (f": the minimum {needed}; {join} later" if join else ""))
+
+
 def record_verdict(plan, settings, verdict, fingerprint):
     """Keep the verdict beside the hostfile (this job's folder, ``runstate.job_dir``), for --explain and doctor
     --cluster after the start."""
     import json
 
-    from ..running.runstate import job_dir_of
+    from ..running.runstate import job_dir_of, write_whole
 
     folder = job_dir_of(settings.env, plan.topology)
     try:
         os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, RECORD)
-        with open(f"{path}.{os.getpid()}", "w") as f:
-            json.dump({"verdict": verdict, "fingerprint": fingerprint, "at": time.time()}, f)
-        os.replace(f"{path}.{os.getpid()}", path)
+        write_whole(os.path.join(folder, RECORD),
+                    json.dumps({"verdict": verdict, "fingerprint": fingerprint, "at": time.time()}))
     except OSError:
         pass  # a record for later reading; the launch does not depend on it
 
@@ -98,6 +108,37 @@ def explain_exchange(plan, settings, root):
         plan.exchange["last"] = last_record(settings, plan.topology)
 
 
+def wrong_port_hint(info, topo):
+    """When --status finds no exchange at the port it dialled: what answers there instead, and where the job's
+    exchange answers, with the MASTER_PORT (or NODEWEAVE_EXCHANGE_PORT) that reaches it (walk13 B11: a port
+    copied from a log line, the exchange's or the metrics', was dialled + 1 or waited out in silence). Ports next
+    to the one dialled and to the master port are asked, each once; '' when none answers as an exchange."""
+    from .exchange import exchange_holding, what_answers
+
+    host, dialled, master = info["host"], info["port"], topo.master_port.value
+    there = what_answers(host, dialled)
+    said = f"; at port {dialled} answers {there}" if there else ""
+    for port in dict.fromkeys(p for p in (master, dialled - 1, dialled + 1, master + 1)
+                              if p != dialled and 0 < p < 65536):
+        job = exchange_holding(port, host, 1.5)
+        if job is None:
+            continue
+        other = f" (job {job}, not {topo.job_id}: give NODEWEAVE_JOB_ID={job})" if job != topo.job_id else ""
+        if info["port_source"].startswith("master port"):  # "master port 50500 + 1": none set
+            if port == master:
+                give = (f"MASTER_PORT={master} is that exchange port itself: give the job's master port, "
+                        f"MASTER_PORT={port - 1} (the exchange is the master port + 1)")
+            else:
+                give = f"give MASTER_PORT={port - 1} (the exchange is the master port + 1)"
+        else:
+            set_by = info["port_source"][len("flag "):] if info["port_source"].startswith("flag ") else \
+                info["port_source"]
+            give = (f"give {set_by}={port}, or leave it out where the exchange is the master port + 1"
+                    if port != master + 1 else f"leave {set_by} out: the exchange is the master port + 1")
+        return f"{said}; node 0's check-in exchange answers at port {port}{other}: {give}"
+    return said
+
+
 def print_status(settings, plan):
     """``--status``: node 0's view of the running job as JSON on stdout (what ``doctor --cluster`` reads).
     ``plan``: this node's, made as every path makes it (``recovery/roles.plan_node``: a spare plans as one)."""
@@ -119,16 +160,35 @@ def print_status(settings, plan):
     except Refused as err:
         raise EntrypointError(token_refusal(str(err), info.get("token")), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
-        raise EntrypointError(f"node 0's check-in exchange at {host_port(info['host'], info['port'])}: {err}",
-                              EXIT_UNREACHABLE) from None
+        raise EntrypointError(f"node 0's check-in exchange at {host_port(info['host'], info['port'])}: {err}"
+                              + wrong_port_hint(info, topo), EXIT_UNREACHABLE) from None
     sys.stdout.write(json.dumps(answer, indent=2) + "\n")
     if settings.stacks:
         from ..stall.stacks import render
 
         classes = (answer.get("ranks") or {}).get("stacks")
-        for line in render(classes) if classes else ["no stacks: the stall watch is off for this job"]:
+        for line in render(classes) if classes else [no_stacks(answer)]:
             sys.stderr.write(line + "\n")
     return 0
+
+
+def no_stacks(answer):
+    """Why ``--status --stacks`` shows no stacks, read off node 0's answer: its phase, the stall_warn its
+    fingerprint carries, whether it watches ranks. Never a reason the answer does not give (walk14b B17: "the
+    stall watch is off" was said of a job whose watch was on and whose node 0 was still gathering)."""
+    waiting = answer.get("waiting") or {}
+    if answer.get("phase") == "gathering":
+        how = "regathering after a fault" if waiting.get("regather") else "gathering"
+        counted = (f": {waiting['checked_in']} of {waiting['expected']} nodes in"
+                   if "checked_in" in waiting and "expected" in waiting else "")
+        return f"no stacks: no rank runs yet (node 0 is {how}{counted})"
+    own = next((node.get("fp") for node in answer.get("nodes") or () if node.get("own")), None) or {}
+    if (own.get("faults") or {}).get("stall_warn") == 0:
+        return "no stacks: the stall watch is off for this job (stall_warn 0)"
+    if answer.get("ranks") is None:
+        return ("no stacks: node 0 watches no ranks (a plain command exec'd unwatched, or node 0 holds no "
+                "training slot)")
+    return "no stacks: no rank has reported to node 0's stall watch yet (the ranks are starting)"
 
 
 def _missing(settings, plan):
@@ -226,8 +286,7 @@ class CheckIn:
         from .refusal import refused_early
 
         hub.own_fp = self.fingerprint
-        self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
-                 f"(up to {info['deadline_s']}s)")
+        self.log(waiting_line(needed, self.plan.topology.nnodes_max, info["port"], info["deadline_s"]))
         refused = False
 
         def early():  # gather stops at the first True, so the last answer is the one that counts

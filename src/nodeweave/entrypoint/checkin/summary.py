@@ -18,7 +18,9 @@ def ended_state(done):
     how = done.get("how")
     if done.get("code") == 0:
         return f"finished {how}"
-    return f"stopped: {how}" if done.get("stopped") else f"failed: {how}"
+    from ..news import stop_sent
+
+    return f"stopped: {how}" if stop_sent(done) else f"failed: {how}"
 
 
 def _node_badness(node):

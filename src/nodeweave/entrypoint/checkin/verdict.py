@@ -20,6 +20,7 @@ import json
 
 from ..planning.contract import EXCHANGE_ALLOWABLE as ALLOWABLE
 from .fingerprint import major_minor
+from ..hints import status_hint
 from ..world import world_size
 
 REFUSE, WARN = "refuse", "warn"
@@ -99,6 +100,10 @@ def _versions(entries):
 
 def _workspace(fp):
     return (fp.get("workspace_commit"), fp.get("workspace_digest"))
+
+
+def _program(fp):
+    return (fp.get("command_digest"), fp.get("script_digest"))
 
 
 def _link(fp):
@@ -196,6 +201,9 @@ def checks(nnodes_max, launcher, reachability=True):
               ("image_digest", "image_ref")),
         Check("workspace", REFUSE, _differs(_workspace), "the workspaces differ (another commit or sync)",
               ("workspace_commit", "workspace_digest")),
+        Check("command", REFUSE, _differs(_program), "nodes would run another command or script (the command "
+              "after `--`, or the content of its script, differs from node 0's: each node trains what it was given)",
+              ("command", "script_digest")),
         Check("address", REFUSE, _address, "the address the node advertises is not where node 0 reaches it "
               "(loopback, NAT or a bridge): peers would connect to the wrong place", ("address", "seen"),
               lambda e, ref: address_problem(e)),
@@ -246,7 +254,8 @@ def _value(entry, field, ref, env_names=()):
 REACHABILITY = ("address", "connect-back")  # the rules about one node's network path, seen from node 0
 # the refusing rules that name the nodes whose value is apart from node 0's (``_differs``): node 0 is the reference,
 # so the node named is the one at odds, never the job (walk13b B10: a node restarted from an edited environment)
-APART = ("nodes", "launcher", "faults", "vendor", "nccl", "rccl", "torch", "image", "workspace", "processes")
+APART = ("nodes", "launcher", "faults", "vendor", "nccl", "rccl", "torch", "image", "workspace", "command",
+         "processes")
 
 
 def set_aside(entries, allow=(), nnodes_max=1, launcher=None, apart=True):
@@ -507,7 +516,7 @@ def render_table(verdict):
         lines.append("  (* differs from node 0)")
     others = (verdict.get("nodes") or 0) - len(body)
     if others > 0:
-        lines.append(f"  ({others} more node(s): node 0's log and `nodeweave status --fingerprints` show every row; "
+        lines.append(f"  ({others} more node(s): node 0's log and {status_hint('--fingerprints')} show every row; "
                      f"verdict {verdict.get('digest')})")
     for p in problems:
         hint = " (allowed by NODEWEAVE_EXCHANGE_ALLOW)" if p["allowed"] else (

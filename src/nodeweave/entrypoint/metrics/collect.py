@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, left_out_now, waiting
+from ..news import by_node, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -42,7 +42,7 @@ def newest_checkpoint(folder):
 def _peer_state(peer):
     if peer.done is None:  # a spare or left-out node waits, as --status says it (walk12 B1: "running")
         return waiting(peer) or "running"
-    if peer.done.get("stopped") and peer.done.get("code") != 0:  # sent a stop on purpose (walk12b B18)
+    if stop_sent(peer.done) and peer.done.get("code") != 0:  # sent a stop on purpose (walk12b B18)
         return "stopped"
     if peer.done.get("lost"):
         return "lost"

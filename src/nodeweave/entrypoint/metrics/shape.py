@@ -87,17 +87,90 @@ def _lacks(answer):
 
 
 def _non_finite(where, value):
-    """The first number that is NaN or infinite anywhere in ``value``, in one phrase: no JSON holds one (json.loads
+    """A leaf number that is NaN or infinite, in one phrase: no JSON holds one (json.loads
     takes them, and `-o json` would print them back, which `jq` refuses; walk10 B19)."""
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return f"{where.rstrip('.') or 'a value'} is {value!r}, not a finite number"
+    return None
+
+
+def _first_leaf(where, value, judge):
+    """``judge(where, leaf)`` on every leaf of ``value`` (dict keys as ``a.b.``, list items as ``a[3].``), in
+    order: its first phrase, or None. The one walk of the picture its number checks share."""
     if isinstance(value, dict):
         items = ((f"{where}{k}.", v) for k, v in value.items())
     elif isinstance(value, list):
         items = ((f"{where.rstrip('.')}[{i}].", v) for i, v in enumerate(value))
     else:
+        return judge(where, value)
+    return next(filter(None, (_first_leaf(w, v, judge) for w, v in items)), None)
+
+
+# The one bound of every number in a picture (walk14b B9): past it a drawing's arithmetic fails (``10**400 / 2**30``
+# is an OverflowError, a bar ``round(40 * 1e308 / wall)`` wide an OverflowError or a string of 10**18 blocks); no
+# field node 0 writes comes near it (bytes of GPU memory ~1e12, epoch seconds ~2e9).
+LARGEST = 2 ** 53
+# The lowest (and highest) value of each number the drawings read, by its place (a list's index as ``[]``): a count,
+# an age, a rate or a duration is never below 0, a fraction never above 1. Every field of the type tables above
+# that holds a number has its row here (tests/test_walk14_fix16f.py reads both).
+LIMITS = {
+    "now": (0, None), "steps_per_s": (0, None),
+    "book.generation": (0, None), "book.restarts": (0, None),
+    "waiting.expected": (0, None), "waiting.checked_in": (0, None), "waiting.deadline_in_s": (None, None),
+    "nodes[].node": (0, None), "nodes[].heartbeat_age_s": (0, None),
+    "ranks[].node": (0, None), "ranks[].rank": (0, None), "ranks[].seq": (0, None),
+    "ranks[].collectives": (0, None), "ranks[].collectives_per_s": (0, None), "ranks[].inside_s": (0, None),
+    "ranks[].outside_s": (0, None), "ranks[].straggler_ratio": (0, None),
+    "gpus[].index": (0, None), "gpus[].util_ratio": (0, None), "gpus[].mem_used_bytes": (0, None),
+    "gpus[].mem_total_bytes": (0, None), "gpus[].power_watts": (0, None), "gpus[].xid_errors": (0, None),
+    "node_gpus[].node": (0, None),
+    "verdicts.stall.for_s": (0, None),
+    "step[]": (None, None),
+    "goodput.wall_s": (0, None), "goodput.productive": (0, 1),
+    **{f"goodput.buckets.{name}": (0, None) for name in GOODPUT_BUCKETS},
+}
+LIMITS.update({key.replace("gpus[]", "node_gpus[].gpus[]"): limit for key, limit in LIMITS.items()
+               if key.startswith("gpus[].")})
+
+
+def _place(where):
+    """``ranks[3].seq`` as its row of :data:`LIMITS`: ``ranks[].seq``."""
+    import re
+
+    return re.sub(r"\[\d+\]", "[]", where)
+
+
+def _out_of_range(where, value):
+    """A leaf number of the picture outside :data:`LARGEST` or its field's row of :data:`LIMITS`, in one phrase
+    naming the field, its value and what it may be; None when every number fits (walk14b B9: goodput 1e308 ended
+    top in an OverflowError, wall_s -5 was drawn as 'of -5s', productive 1e308 as 'goodput inf%')."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        name = where.rstrip(".") or "a value"
+        if abs(value) > LARGEST:
+            said = repr(value) if len(repr(value)) <= 24 else f"a number of {len(str(abs(value)))} digits"
+            return f"{name} is {said}, beyond any value node 0 writes (at most 2**53 either way)"
+        low, high = LIMITS.get(_place(name), (None, None))
+        if (low is not None and value < low) or (high is not None and value > high):
+            accepted = f"from {low} to {high}" if high is not None else f"{low} or more"
+            return f"{name} is {value!r}, not {accepted}"
         return None
-    return next(filter(None, (_non_finite(w, v) for w, v in items)), None)
+    return None
+
+
+def _goodput_sum(goodput):
+    """The goodput's buckets share its wall time (``goodput.account``: each rounded to 0.01 s): none, nor all of
+    them together, may exceed it (walk14b B9: a bucket of 1e308 over a wall of 346 s)."""
+    buckets, wall = goodput.get("buckets") or {}, goodput.get("wall_s")
+    if not buckets or wall is None:
+        return None
+    slack = 0.01 * len(buckets) + 1e-6 * wall
+    for name in GOODPUT_BUCKETS:
+        if buckets.get(name, 0) > wall + 0.01:
+            return f"goodput.buckets.{name} is {buckets[name]!r}, more than goodput.wall_s ({wall!r}) it is part of"
+    total = sum(buckets.get(name, 0) for name in GOODPUT_BUCKETS)
+    if total > wall + slack:
+        return f"goodput.buckets add up to {total:g} s, more than goodput.wall_s ({wall!r}) they share"
+    return None
 
 
 def _step(step):
@@ -154,6 +227,8 @@ def live_problem(answer):
         lambda: None if not goodput or all(name in (goodput.get("buckets") or {}) for name in GOODPUT_BUCKETS) else
         f"goodput.buckets lacks {', '.join(n for n in GOODPUT_BUCKETS if n not in (goodput.get('buckets') or {}))}",
         lambda: _lacks(answer),  # after the types: a field of the wrong type is named as such first
-        lambda: _non_finite("", answer),
+        lambda: _first_leaf("", answer, _non_finite),
+        lambda: _first_leaf("", answer, _out_of_range),
+        lambda: _goodput_sum(goodput),
     )
     return next(filter(None, (check() for check in checks)), None)

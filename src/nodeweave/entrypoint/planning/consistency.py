@@ -62,9 +62,11 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
 
 
 def _is_local(host, node):
-    short = host.split(".")[0]
-    return (host in ("localhost", "::1") or host.startswith("127.") or short == node.hostname.split(".")[0]
-            or any(host in iface.ipv4 for iface in node.interfaces))
+    from ..hostport import host_key
+
+    short = host_key(host).split(".")[0]  # VM is vm (hostport.host_key; walk13 B4)
+    return (host_key(host) in ("localhost", "::1") or host.startswith("127.")
+            or short == host_key(node.hostname).split(".")[0] or any(host in iface.ipv4 for iface in node.interfaces))
 
 
 def multi_node_signal(claims, node, nproc):
@@ -408,17 +410,24 @@ def _is_file_in(folder, name):
     return os.path.isfile(os.path.join(folder, name))
 
 
+def script_word(launcher, command):
+    """The word of ``command`` that names the Python script every rank runs, or None: the first word under a
+    launcher with workers (unless an option: the launcher's own), the word after ``python`` under
+    ``launcher: command``. The one reading: the start's check that it is there and the check-in's digest of it."""
+    if launcher in LAUNCHERS_WITH_WORKERS and command and not command[0].startswith("-"):
+        return command[0]
+    if launcher == "command" and len(command) > 1 and command[0].rsplit("/", 1)[-1].startswith("python") \
+            and not command[1].startswith("-"):
+        return command[1]
+    return None
+
+
 def missing_script(launcher, command, cwd):
     """The one-line reason a Python script the launcher would start on every rank is not there, or None."""
     first = no_script(launcher, command, verb="nodeweave-entrypoint")
     if first:
         return first
-    script = None
-    if launcher in LAUNCHERS_WITH_WORKERS and command and not command[0].startswith("-"):
-        script = command[0]
-    elif launcher == "command" and len(command) > 1 and command[0].rsplit("/", 1)[-1].startswith("python") \
-            and not command[1].startswith("-"):
-        script = command[1]
+    script = script_word(launcher, command)
     if script is None:
         return None
     if os.path.isfile(os.path.join(cwd, script)):
@@ -488,9 +497,12 @@ def peers_elsewhere(topo, node, master_ip, root):
         return f"the master {topo.master_addr.value} ({topo.master_addr.source}) is another machine"
     from ..detection.net import resolve
 
-    own = (node.hostname or "").split(".")[0]
+    from ..hostport import host_key
+
+    own = host_key(node.hostname).split(".")[0]
     here = {address for iface in node.interfaces for address in iface.ipv4}
-    others = [name for name in named_hosts(topo) if name and not is_loopback(name) and name.split(".")[0] != own]
+    others = [name for name in named_hosts(topo) if name and not is_loopback(name)
+              and host_key(name).split(".")[0] != own]
     unresolved = []
     for name in others[:PEERS_RESOLVED]:
         address, how = resolve(root, name)

@@ -52,8 +52,9 @@ def read_number_text(text, what, source):
 
 
 def read_path(text, what, source):
-    """A path handed on as given (the script reads NODEWEAVE_CHECKPOINT_DIR itself): white space at either end is
-    refused, never stripped here while kept there (``systemfolders.edge_space_problem``, the spec's rule too)."""
+    """A path handed on as given, made absolute for the ranks (``loop.absolute_for_ranks``): white space at either
+    end is refused, never stripped here while kept there (``systemfolders.edge_space_problem``, the spec's rule
+    too)."""
     from ..systemfolders import edge_space_problem
 
     problem = edge_space_problem(str(text))
@@ -83,6 +84,25 @@ def plain_int(text):
     its bound, naming it). (No ``re``: this is on the entrypoint's start-up path.)"""
     body = text[1:] if text.startswith("-") else text
     return bool(body) and set(body) <= DIGITS and (text == "0" or not body.startswith("0"))  # no isascii: 3.6
+
+
+def digits(text):
+    """ASCII decimal digits, at least one: the one test of "written as a number" for every reader of a number typed
+    to nodeweave (the CLI's options, a node selector, a size, a spec, this entrypoint). str.isdigit(), re's \\d and
+    int() take other scripts' digits too (walk13 A22: ``--node ١`` picked node 1, ``--sizes ١K`` reached the nodes,
+    which refuse it)."""
+    return bool(text) and set(text) <= DIGITS
+
+
+def ascii_spelling(text):
+    """``text`` with each decimal digit of another script written as its ASCII one (``'٣٠'`` -> ``'30'``), or None
+    when it has none: what a refusal of such a number says to type instead."""
+    import unicodedata
+
+    text = str(text)
+    spelt = "".join(str(unicodedata.decimal(c)) if c not in DIGITS and unicodedata.decimal(c, None) is not None
+                    else c for c in text)
+    return spelt if spelt != text else None
 
 
 SECONDS_IN = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
@@ -196,7 +216,8 @@ def read_sysroot(text, what, source):
 
 # The check-in's refusals a job may turn into warnings (nodeweave.entrypoint.checkin.verdict); the
 # structural ones (a duplicate or missing rank, another node count or launcher) are not among them.
-EXCHANGE_ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "address", "connect-back")
+EXCHANGE_ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "command", "address",
+                      "connect-back")
 
 
 def read_switch(text, what, source):
@@ -618,7 +639,8 @@ SETTINGS = (
             where=("compose", "kubernetes"), read=read_choice(MODES), overridable=True),
     Setting("run_id", "--run-id", "NODEWEAVE_RUN_ID",
             "set by `nodeweave run`: record this run (process, start, plan) under $TMPDIR/nodeweave/runs/<id> "
-            "for `nodeweave status`/`stop`", read=read_run_id),
+            "for `nodeweave status`/`stop` (on a node started by hand: `nodeweave-entrypoint --node status`, "
+            "`--node stop --run ID`)", read=read_run_id),
     Setting("profile", "--profile", "NODEWEAVE_PROFILE",
             "nsys | rocprofv3: run every rank under the profiler, output under "
             "$TMPDIR/nodeweave/runs/<run id>/profile", read=read_choice(PROFILERS)),
@@ -651,7 +673,8 @@ SETTINGS = (
             f"{RECOVERY_NO_PROGRESS})", spec="recovery.no_progress_restarts", read=read_int(0),
             text=text_unless(RECOVERY_NO_PROGRESS)),
     Setting("checkpoint_dir", "--checkpoint-dir", "NODEWEAVE_CHECKPOINT_DIR", "the folder the script saves "
-            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM (never "
+            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM (both absolute "
+            "paths, a relative one taken from the working folder; never "
             ".nodeweave/, runs/, a rendered tree, the workspace, the script or a file, nor a link to one)",
             spec="recovery.checkpoint_dir", read=read_path, text=optional_text),
     Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "

@@ -208,6 +208,11 @@ def plan_launch(settings, topo, node, warnings=None):
     if launcher == "torchrun" and topo.elastic:
         options = launcher_options.without_rdzv_conf(options)  # merged into nodeweave's own (_torchrun)
     launcher_options.check(launcher, options, own, settings.source("launcher_options"))
+    if options and launcher != "command":  # only a start with options pays for argparse and ast (the hot path)
+        from .launcher_parser import judge  # judged whole, as the launcher's own parser reads them (walk13 B9)
+
+        judge(launcher, options, settings.env if settings.sysroot in ("/", "", None) else {},
+              settings.source("launcher_options"), command)  # a captured tree's plan: not this machine's launcher
     launch.argv = own + options + command  # the launcher's own options go before the script
     launch.launcher = launcher
     if settings.get("profile"):

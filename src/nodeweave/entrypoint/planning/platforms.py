@@ -30,9 +30,9 @@ documentation says and these readers rely on:
   MPI ranks are task ranks: only the tasks per node are read.
 """
 
-from ..bounded import TEXT_CAP, read_text
 from ..errors import UsageError
 from ..hostport import ACCEPTED as HOST_PORT_ACCEPTED, split_host_port
+from .hostlists import bounded, file_text, variable_text
 from ..model import PLATFORM, Claim, host_list, variables
 
 SAGEMAKER_CONFIG = "/opt/ml/input/config/resourceconfig.json"
@@ -54,22 +54,28 @@ def _gpus(env, name):
     return [] if value in ("", "0") else [Claim("nproc_per_node", value, f"{name}={value}", PLATFORM)]
 
 
-def _lines(text):
-    """Addresses delimited by newlines (or, as older dstack wrote them, spaces)."""
-    return text.split()
+def _lines(text, where):
+    """Addresses delimited by newlines (or, as older dstack wrote them, spaces), at most the node bound."""
+    return bounded(text.split(), where)
 
 
-def _hosts(text):
-    """The first field of each line that has one (a hosts file may add fields such as ``slots=N``)."""
-    return [line.split()[0] for line in text.splitlines() if line.split() and not line.lstrip().startswith("#")]
+def _hosts(text, where):
+    """The first field of each line that has one (a hosts file may add fields such as ``slots=N``), at most the
+    node bound."""
+    return bounded((line.split()[0] for line in text.splitlines() if line.split() and
+                    not line.lstrip().startswith("#")), where)
 
 
 def this_node(scene):
-    """Every name and address this node answers to (hostname, short name, POD_NAME, interface IPv4s)."""
+    """Every name and address this node answers to (hostname, short name, POD_NAME, interface IPv4s), as
+    ``hostport.host_key`` writes them (lowercased): ``hostport.names_this_node`` compares a host with them."""
+    from ..hostport import host_key
+
     node = scene.node
     names = {node.hostname, node.hostname.split(".")[0], scene.env.get("POD_NAME", "")}
     for iface in node.interfaces:
         names.update(iface.ipv4)
+    names = {host_key(name) for name in names}
     names.discard("")
     return names
 
@@ -91,7 +97,7 @@ def dstack(scene):
     if not env.get("DSTACK_NODE_RANK", "").strip():
         return []
     claims += _gpus(env, "DSTACK_GPUS_PER_NODE")
-    ips = _lines(env.get("DSTACK_NODES_IPS", ""))
+    ips = _lines(variable_text(env, "DSTACK_NODES_IPS"), "DSTACK_NODES_IPS")
     if ips:
         claims += host_list(ips, "DSTACK_NODES_IPS", "first line of DSTACK_NODES_IPS", "lines of DSTACK_NODES_IPS")
     return claims
@@ -142,12 +148,14 @@ def google_batch(scene):
         return []
     claims = variables(env, [("node_rank", "BATCH_TASK_INDEX"), ("nnodes", "BATCH_TASK_COUNT")], PLATFORM)
     try:
-        hosts = _hosts(read_text(path, TEXT_CAP, "a hosts file", errors="replace"))
+        hosts = _hosts(file_text(path, "a hosts file", f"BATCH_HOSTS_FILE={path}"), f"BATCH_HOSTS_FILE={path}")
     except OSError as err:
         raise UsageError(f"BATCH_HOSTS_FILE={path}: cannot read it ({err.strerror}); accepted: the hosts file "
                          "Google Cloud Batch writes with requireHostsFile") from None
     me = this_node(scene)
-    mine = [i for i, host in enumerate(hosts) if host in me or host.split(".")[0] in me]
+    from ..hostport import names_this_node
+
+    mine = [i for i, host in enumerate(hosts) if names_this_node(host, me)]
     if not mine:
         scene.notes.append(f"this node is not among the {len(hosts)} host(s) of BATCH_HOSTS_FILE={path}: "
                            "its order is not checked, so its first host is not taken as the master")
@@ -166,7 +174,7 @@ def _sagemaker_config(scene):
     """(current host, hosts, where): from SM_CURRENT_HOST/SM_HOSTS, else resourceconfig.json; None outside."""
     env = scene.env
     if env.get("SM_CURRENT_HOST", "").strip():
-        where, text = "SM_HOSTS", env.get("SM_HOSTS", "")
+        where, text = "SM_HOSTS", variable_text(env, "SM_HOSTS")
         current = env["SM_CURRENT_HOST"].strip()
     else:
         text = scene.root.read(SAGEMAKER_CONFIG)
@@ -182,6 +190,8 @@ def _sagemaker_config(scene):
                          '{"current_host": ..., "hosts": [...]}') from None
     if current is None:
         data, current = (data.get("hosts"), data.get("current_host")) if isinstance(data, dict) else (None, None)
+    if isinstance(data, list):
+        data = bounded(data, where)  # before any host is compared (walk14b B7)
     if not (isinstance(data, list) and data and all(isinstance(h, str) for h in data) and current in data):
         raise UsageError(f"{where}: the current host {current!r} is not in its hosts {data!r}; accepted: a JSON list "
                          "of host names that holds the current host, as SageMaker writes them")

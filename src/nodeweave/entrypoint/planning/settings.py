@@ -107,10 +107,15 @@ def parse(argv, env):
             i += 1
             continue
         row = BY_FLAG.get(name)
+        if name == FIRST_ONLY:  # a real option, in the wrong place: never "unknown", never another's hint (B5)
+            raise UsageError(f"{name} must be the first argument: it asks this node (what nodeweave status, stop "
+                             f"and run ask) and starts nothing, so it takes no other option before it; accepted: "
+                             f"nodeweave-entrypoint {name} ACTION [the action's own options] (e.g. {name} "
+                             "status), with nothing before it")
         if row is None:
             import difflib
 
-            known = sorted(list(BY_FLAG) + list(FLAGS) + ["--help", "--version"])
+            known = sorted(list(BY_FLAG) + list(FLAGS) + ["--help", "--version", FIRST_ONLY])
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise UsageError(
@@ -124,6 +129,10 @@ def parse(argv, env):
             if i + 1 >= len(argv):
                 raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
+            taken = _option_as_value(value, getattr(row.read, "words", False))
+            if taken is not None:
+                raise UsageError(f"{name} expected a value, got {taken}; accepted: {name} VALUE, or {name}=VALUE "
+                                 "for a value that is itself '--' or one of these options")
             i += 2
         if row.key in given:
             # `--nnodes=2 --nnodes=3` kept the last silently (walk5 W8), as nodeweave's own options no longer do
@@ -186,7 +195,7 @@ def parse(argv, env):
         if unread:
             raise unread[0]
         _check_stall_limits(options)
-        _check_shared_rules(options, flags, env)
+        _check_shared_rules(options, flags, env, switches.get("no_wait", False))
         _check_checkpoint_dir(settings)
         _check_idle(settings)
     except EntrypointError as err:
@@ -195,6 +204,27 @@ def parse(argv, env):
         err.settings = settings
         raise
     return settings
+
+
+FIRST_ONLY = "--node"  # read only as the first argument (``__main__``): --node ACTION, or --node=ACTION
+
+
+def _option_as_value(word, words=False):
+    """What ``word``, the word after an option that takes a value, is when it is no value but the separator or
+    another option of this parser (``--checkpoint-dir $CKPT -- train.py`` with CKPT unset; walk13 B18), or None.
+    One rule for every option, as argparse's: the separator, a flag, a switch, --help/--version and --node
+    (``--nnodes``, ``--nnodes=2``) are never read as a value. Any other word is the value, even one that starts
+    with a dash (--launcher-options '--tee 3'); ``--option=--`` gives such a value on purpose. A word list's value
+    (``words``: --launcher-options, --setup, --profile-options) holds another program's options, so there a word
+    with its own value (``--max-restarts=3``, torchrun's) is that program's, not this parser's."""
+    if word == "--":
+        return "the separator '--' (an empty or unset shell variable before it?)"
+    name, eq, _ = word.partition("=")
+    if eq and words:
+        return None
+    if name in BY_FLAG or name in FLAGS or name in ("-h", "--help", "--version", FIRST_ONLY):
+        return f"{word!r}, another option of nodeweave-entrypoint (an empty or unset shell variable before it?)"
+    return None
 
 
 def _check_checkpoint_dir(settings):
@@ -257,6 +287,14 @@ def _named(settings, key):
     return source[len("flag "):] if source.startswith("flag ") else source
 
 
+# What --status reads of its flags (docs/entrypoint.md: "from any shell: no node count or rank needed"): where node
+# 0's exchange is (its master's address, or the service names that make it; the port; a captured tree's own), the
+# job it asks (its id) and how large an answer to take (the node count: ``wire.frame_limit``). Each other flag
+# plans a node --status does not start.
+STATUS_READS = ("master_addr", "service", "cluster_domain", "hostfile", "master_port", "exchange", "exchange_port",
+                "job_id", "nnodes", "sysroot")
+
+
 def idle_problems(settings):
     """Every flag or variable that does nothing given the others, as (message, accepted): each is refused in
     one line naming both, as the spec's switched-off fields are (``shared_rules.SWITCHED``, which holds the
@@ -276,12 +314,29 @@ def idle_problems(settings):
         found.append(("--json does nothing without --explain" + (" (--status answers in JSON already)"
                                                                   if settings.status else ""),
                       "--explain --json, or leave --json out"))
+    if settings.status and settings.command:
+        # a command beside --status was ignored without a word (walk13 B12): --status only asks, it starts nothing
+        command = " ".join(settings.command)
+        found.append((f"--status takes no command: it asks node 0 of the running job and starts nothing, so "
+                      f"{command!r} would do nothing", f"--status alone, or leave '{command}' out"))
     if settings.status and not settings.explain:
         why = switched_off(settings) if settings.sysroot in ("/", "", None) else None
         if why:
             found.append((f"--status asks node 0's check-in exchange, which is off here ({why}): there is nothing "
                           "to ask", "--status without turning the exchange off (leave --exchange off, --no-wait "
                           "and --wait-timeout 0 out)"))
+    if settings.status:
+        # walk14b B10: --node-rank, --launcher, --metrics-port beside --status were dropped without a word, and
+        # --spares with --recovery on planned recovery for a query (exit 3): a flag it does not read is refused
+        typed = [key for key in settings.flags if key not in settings.flag_sources] + \
+            [key for key, value in settings.options.items() if value.source.startswith("flag ")]
+        unread = [key for key in typed if key not in STATUS_READS]
+        if unread:
+            flag = BY_KEY[unread[0]].flag if unread[0] in settings.flags else _named(settings, unread[0])
+            reads = ", ".join(BY_KEY[key].flag for key in STATUS_READS)
+            found.append((f"{flag} does nothing with --status: it asks node 0's check-in exchange of the running "
+                          "job and plans no node here, so it reads only where that exchange is, which job it is "
+                          f"and how many nodes it has ({reads})", f"--status with those only, or leave {flag} out"))
     if settings.no_wait and settings.source("wait_timeout").startswith("flag "):
         found.append((f"--wait-timeout {settings.get('wait_timeout')} does nothing with --no-wait (nothing is "
                       "waited for)", "--no-wait, or --wait-timeout N"))
@@ -326,7 +381,7 @@ def _check_idle(settings):
         raise UsageError(f"{message}; accepted: {accepted}")
 
 
-def _check_shared_rules(options, flags, env):
+def _check_shared_rules(options, flags, env, no_wait=False):
     """The rules the spec's fields obey (``shared_rules``), on the flags and variables: the first one broken is
     refused, naming where it came from (a spec that passes validate renders nothing that breaks one)."""
     from . import shared_rules
@@ -336,11 +391,19 @@ def _check_shared_rules(options, flags, env):
         return source[len("flag "):] if source.startswith("flag ") else source
 
     values = {key: value.value for key, value in options.items()}
+    if no_wait:
+        values["no_wait"] = "--no-wait"
     given = set(options)
+    # what the flags alone turn off (every switch on where no flag speaks): that is the flags' doing
+    by_flags = dict({switch: True for switch in shared_rules.SWITCHED}, no_wait=values.get("no_wait"),
+                    **{key: value.value for key, value in options.items() if value.source.startswith("flag ")})
+    plain = shared_rules.Naming(str)
     for switch, dependents in shared_rules.SWITCHED.items():
-        if switch in options and options[switch].source.startswith("flag "):
+        if shared_rules.switch_off(by_flags, switch, plain):
             # a flag that turns a switch off over the container's environment (`nodeweave check` runs a recovery
-            # job's nodes with --recovery off): the variables that environment set for it are not the mistake
+            # job's nodes with --recovery off, doctor with --no-wait): the variables that environment set for it
+            # are not the mistake. Only off: a flag turning a switch on leaves every variable to the rules, as the
+            # same setting given as a flag is (walk14b B1, B2: NODEWEAVE_SPARES=5000 with --recovery on was taken)
             given -= {key for key in dependents if key in options and not options[key].source.startswith("flag ")}
     nnodes = flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")  # as given: ' 2' is refused, not read as 2
     if nnodes.strip():

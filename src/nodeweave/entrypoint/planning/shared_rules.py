@@ -94,17 +94,35 @@ def _unset(value, idle):
     return value == idle
 
 
+def switch_off(values, switch, naming):
+    """What keeps ``switch`` off, as (the setting that does, the way to turn it on, what is off), or None while
+    it is on. The check-in exchange has three ways off, one rule for each (walk14b B3): its switch, a wait timeout
+    of 0 (nothing waits, nothing checks in) and the entrypoint's ``--no-wait`` (``values["no_wait"]``: its name)."""
+    if switch == "exchange" and values.get("exchange", True) is not False:
+        if values.get("wait_timeout") == 0:
+            return (f"{naming.name('wait_timeout')} 0", f"{naming.name('wait_timeout')} above 0 (default 600)",
+                    "the exchange")
+        if values.get("no_wait"):
+            return values["no_wait"], f"leave {values['no_wait']} out", "the exchange"
+        return None
+    if values.get(switch, SWITCH_DEFAULTS[switch]):
+        return None
+    return naming.turned_off(switch), naming.turned_on(switch), "it"
+
+
 def switched_off(values, given, naming):
     """A setting given while its switch is off."""
     found = []
     for switch, dependents in SWITCHED.items():
-        if values.get(switch, SWITCH_DEFAULTS[switch]):
+        off = switch_off(values, switch, naming)
+        if off is None:
             continue
         for key, idle in dependents.items():
             if key in given and not _unset(values.get(key, idle), idle):
-                problem = f"{naming.shown(values[key])} does nothing with {naming.turned_off(switch)} (read only " \
-                          f"while it is {naming.on})"
-                found.append(Problem(key, problem, f"{naming.turned_on(switch)}, or leave {naming.name(key)} out"))
+                cause = off[0] if off[2] == "it" else f"{off[0]}, which switches the check-in exchange off"
+                problem = f"{naming.shown(values[key])} does nothing with {cause} (read only while {off[2]} is " \
+                          f"{naming.on})"
+                found.append(Problem(key, problem, f"{off[1]}, or leave {naming.name(key)} out"))
     return found
 
 
@@ -210,7 +228,8 @@ RULES = (
                         {"no_progress_restarts": 0}, {"straggler_is_fault": True}, {"warm_start": False},
                         {"metrics": False, "metrics_port": 9000},
                         {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]},
-                        {"exchange": False, "metrics": True}, {"exchange": False, "metrics_port": 9500}]),
+                        {"exchange": False, "metrics": True}, {"exchange": False, "metrics_port": 9500},
+                        {"wait_timeout": 0, "exchange_port": 30000}]),
     Rule(in_range, [{"recovery": True, "spares": 2000}, {"recovery": True, "recovery_max_restarts": 100001},
                     {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
                     {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801},

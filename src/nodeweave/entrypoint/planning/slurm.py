@@ -9,6 +9,7 @@ nodeweave starts one launcher per node, which starts the processes.
 
 from ..errors import TopologyError, UsageError
 from ..model import PLATFORM, Claim, host_list, variables
+from .contract import SCHEDULED_NODES_MAX
 
 NODELISTS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
 COUNTS = ("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
@@ -41,35 +42,65 @@ def slurm_claims(env, hostname):
 ACCEPTED = "accepted: Slurm's hostlist form naming each host once (e.g. gpu[01-04] or a1,b[2-3])"
 
 
+_READ = {}  # (variable, value) -> (hosts, short names): the plan asks the sources more than once (walk14b B4)
+
+
 def _node_list(env, listed):
     """The hosts of node list variable ``listed``; a refusal names the variable, its value and the form taken
-    (walk8 B5), and a host listed twice is refused: its two places would be two ranks of one machine."""
+    (walk8 B5), and a host listed twice is refused: its two places would be two ranks of one machine. The list is
+    counted before it is expanded and the duplicates found in linear time (``hostlists``: walk14b B7, B4)."""
+    from .hostlists import twice, variable_text
+
+    text = variable_text(env, listed)
+    if (listed, text) in _READ:
+        return _READ[listed, text][0]
     try:
-        hosts = expand_nodelist(env[listed])
+        hosts = expand_nodelist(text, f"{listed}={_shown(text)}")
     except UsageError as err:
-        raise UsageError(f"{listed}={env[listed]!r}: {err}; {ACCEPTED}") from None
-    twice = sorted({host for host in hosts if hosts.count(host) > 1})
-    if twice:
-        raise UsageError(f"{listed}={env[listed]!r} names {', '.join(twice)} twice (two ranks for one host); "
-                         f"{ACCEPTED}")
+        if str(err).startswith(f"{listed}="):
+            raise
+        raise UsageError(f"{listed}={_shown(text)}: {err}; {ACCEPTED}") from None
+    again = twice(hosts)
+    if again:
+        raise UsageError(f"{listed}={_shown(text)} names {', '.join(again[:8])}"
+                         f"{f' (and {len(again) - 8} more)' if len(again) > 8 else ''} twice (two ranks for one "
+                         f"host); {ACCEPTED}")
+    _READ[listed, text] = hosts, None
     return hosts
+
+
+def _shown(text, most=200, quote=True):
+    """``text`` quoted (or not), cut at ``most`` characters: a refusal stays one line whatever the variable holds."""
+    shown = repr if quote else str
+    return shown(text) if len(text) <= most else shown(text[:most]) + f"... ({len(text):,} characters)"
 
 
 def _position(env, hostname, hosts, listed, by_hostname=True):
     """The rank as this node's place in the node list: by SLURMD_NODENAME, else (``by_hostname``) by hostname."""
-    shorts = [host.split(".")[0] for host in hosts]
+    from ..hostport import host_key
+    from .hostlists import few
+
+    read = _READ.get((listed, env[listed]))
+    shorts = read and read[1]
+    if shorts is None:  # VM is vm (hostport.host_key; walk13 B4); a dict: its place found at once
+        shorts = {}
+        for i, host in enumerate(hosts):
+            shorts.setdefault(host_key(host).split(".")[0], i)
+        if read:
+            _READ[listed, env[listed]] = hosts, shorts
     name = env.get("SLURMD_NODENAME", "").strip()
     if name:
-        if name.split(".")[0] not in shorts:
+        if host_key(name).split(".")[0] not in shorts:
             given = f"SLURM_NODEID={env['SLURM_NODEID']} was carried from another node, or " if not by_hostname else ""
-            raise TopologyError(f"SLURMD_NODENAME={name} is not in {listed}={env[listed]} ({', '.join(hosts)}): "
+            raise TopologyError(f"SLURMD_NODENAME={name} is not in {listed}={_shown(env[listed], quote=False)} "
+                                f"({few(hosts)}): "
                                 f"{given}this is not a node of the job; set NODE_RANK"
                                 + ("" if given else " or SLURM_NODEID"))
-        return [Claim("node_rank", shorts.index(name.split(".")[0]), f"position of SLURMD_NODENAME={name} in {listed}",
+        return [Claim("node_rank", shorts[host_key(name).split(".")[0]], f"position of SLURMD_NODENAME={name} in {listed}",
                       PLATFORM)]
     short = (hostname or "").split(".")[0]
-    if by_hostname and short in shorts:
-        return [Claim("node_rank", shorts.index(short), f"position of hostname {short!r} in {listed}", PLATFORM)]
+    if by_hostname and host_key(short) in shorts:
+        return [Claim("node_rank", shorts[host_key(short)], f"position of hostname {short!r} in {listed}", PLATFORM)]
     return []
 
 
@@ -105,36 +136,65 @@ def _split_top(text):
     return [p.strip() for p in parts if p.strip()]
 
 
-def _expand_range(spec, whole):
-    values = []
+def _ranges(spec, whole):
+    """[(lo, hi, width)] of a bracket's ``1-4,07``: the numbers each item gives, counted without making them."""
+    ranges = []
     for item in spec.split(","):
         lo, dash, hi = item.strip().partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise UsageError(f"bad range {item!r} in Slurm node list {whole!r}")
+            raise UsageError(f"bad range {item!r} in Slurm node list {_shown(whole)}")
         if not dash:
-            values.append(lo)
+            ranges.append((int(lo), int(lo), len(lo)))
             continue
         width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
         if int(hi) < int(lo):
-            raise UsageError(f"descending range {item!r} in Slurm node list {whole!r}")
-        values.extend(str(n).zfill(width) for n in range(int(lo), int(hi) + 1))
-    return values
+            raise UsageError(f"descending range {item!r} in Slurm node list {_shown(whole)}")
+        ranges.append((int(lo), int(hi), width))
+    return ranges
 
 
-def _expand_one(pattern, whole):
-    start = pattern.find("[")
-    if start < 0:
-        return [pattern]
-    end = pattern.find("]", start)
-    head, spec, tail = pattern[:start], pattern[start + 1:end], pattern[end + 1:]
-    return [head + value + rest for value in _expand_range(spec, whole) for rest in _expand_one(tail, whole)]
+def _brackets(pattern, whole):
+    """[text, [(lo, hi, width)], text, ...]: a pattern's fixed parts and its brackets' ranges, in order."""
+    parts = []
+    while True:
+        start = pattern.find("[")
+        if start < 0:
+            return parts + [pattern]
+        end = pattern.find("]", start)
+        parts += [pattern[:start], _ranges(pattern[start + 1:end], whole)]
+        pattern = pattern[end + 1:]
 
 
-def expand_nodelist(text):
-    """All host names of a Slurm node list, in order."""
+def count_nodelist(text):
+    """How many hosts a Slurm node list names, counted from its ranges without expanding them (a typo'd
+    ``n[1-99999999999]`` is a number, not a list that fills the memory: walk14b B7)."""
+    total = 0
+    for part in _split_top(text or ""):
+        count = 1
+        for piece in _brackets(part, text)[1::2]:
+            count *= sum(hi - lo + 1 for lo, hi, _ in piece)
+        total += count
+    return total
+
+
+def _expand(parts):
+    if len(parts) == 1:
+        return [parts[0]]
+    head, ranges, rest = parts[0], parts[1], _expand(parts[2:])
+    return [head + str(n).zfill(width) + tail for lo, hi, width in ranges for n in range(lo, hi + 1) for tail in rest]
+
+
+def expand_nodelist(text, where=None):
+    """All host names of a Slurm node list, in order; counted first, and refused (naming ``where``, else the list)
+    past ``SCHEDULED_NODES_MAX`` hosts before any is made."""
+    count = count_nodelist(text)
+    if count > SCHEDULED_NODES_MAX:
+        from .hostlists import too_many
+
+        raise too_many(where or f"Slurm node list {_shown(text)}", count)
     hosts = []
     for part in _split_top(text or ""):
-        hosts.extend(_expand_one(part, text))
+        hosts.extend(_expand(_brackets(part, text)))
     return hosts
 
 

@@ -15,10 +15,10 @@ plan decides), ``hosts`` (node names in rank order), ``prefix`` (the
 and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
-from ..bounded import TEXT_CAP, read_text
-from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES, plain_int
+from .contract import SCHEDULED_NODES_MAX, OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES, plain_int
 from ..errors import EntrypointError, TopologyError, UsageError
-from ..hostport import host_count_refusal, leading_zero_problem
+from ..hostport import host_count_refusal, host_key, leading_zero_problem, names_this_node
+from .hostlists import bounded, few, file_text, too_many, variable_text
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
 from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
 
@@ -150,7 +150,7 @@ def volcano(scene):
             raise TopologyError(f"cannot tell this node's rank: {why}")
         return []
     if claims and len(lists) == 1:
-        hosts = [h for h in env[lists[0]].split(",") if h.strip()]
+        hosts = bounded((h for h in variable_text(env, lists[0]).split(",") if h.strip()), lists[0])
         if hosts:
             claims += host_list(hosts, lists[0], f"first host of {lists[0]}", f"hosts in {lists[0]}")
     return claims
@@ -160,7 +160,8 @@ def skypilot(scene):
     env = scene.env
     claims = _variables(scene, [("node_rank", "SKYPILOT_NODE_RANK"), ("nnodes", "SKYPILOT_NUM_NODES"),
                                 ("nproc_per_node", "SKYPILOT_NUM_GPUS_PER_NODE")], PLATFORM)
-    ips = [line.strip() for line in env.get("SKYPILOT_NODE_IPS", "").splitlines() if line.strip()]
+    ips = bounded((line.strip() for line in variable_text(env, "SKYPILOT_NODE_IPS").splitlines() if line.strip()),
+                  "SKYPILOT_NODE_IPS")
     if ips:
         claims += host_list(ips, "SKYPILOT_NODE_IPS", "first line of SKYPILOT_NODE_IPS", "lines of SKYPILOT_NODE_IPS")
     return claims
@@ -181,10 +182,10 @@ def hostfile(scene):
     hosts = read_hostfile(path)
     names = [host for host, _ in hosts]
     node = scene.node
-    me = {node.hostname, node.hostname.split(".")[0], scene.env.get("POD_NAME", "")}
-    for iface in node.interfaces:
-        me.update(iface.ipv4)
-    mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
+    from .platforms import this_node
+
+    me = this_node(scene)
+    mine = [i for i, host in enumerate(names) if names_this_node(host, me)]
     given, given_by = _given_rank(scene)
     world = _uneven_slots(scene, path, hosts)  # every rank way alike (walk12b B10: a rank given skipped it)
     if not mine and given is not None and given >= len(names):  # B18: "give this node's rank" to one who had
@@ -258,7 +259,7 @@ def _given_rank(scene):
 def read_hostfile(path):
     """[(host, slots or None)] from '<host> [slots=N]' lines."""
     try:
-        lines = read_text(path, TEXT_CAP, "a hostfile", errors="replace").splitlines()
+        lines = file_text(path, "a hostfile", f"hostfile {path}").splitlines()
     except OSError as err:
         raise UsageError(f"hostfile {path!r} (NODEWEAVE_HOSTFILE or --hostfile): cannot read it ({err.strerror}); "
                          "accepted: a readable file of '<host> [slots=N]' lines, node 0 first") from None
@@ -267,6 +268,8 @@ def read_hostfile(path):
         fields = line.split("#", 1)[0].split()
         if not fields:
             continue
+        if len(hosts) == SCHEDULED_NODES_MAX:  # bounded before any line past the bound is read (walk14b B7)
+            raise too_many(f"hostfile {path}", sum(1 for line in lines if line.split("#", 1)[0].split()))
         slots = None
         colon_form = host_count_refusal(fields[0])
         if colon_form:  # walk8 B8: taken as a host named 'gpu01:8', which matched no node
@@ -287,11 +290,11 @@ def read_hostfile(path):
         zero = leading_zero_problem(fields[0])
         if zero:  # the rank order would name another machine to ssh than to the exchange
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} {zero}")
-        before = lines_of.get(fields[0])  # a dict: a scan of the hosts so far made 8,192 lines 33M compares (B18)
+        before = lines_of.get(host_key(fields[0]))  # VM and vm are one host (host_key); a dict: a scan of the hosts so far made 8,192 lines 33M compares (B18)
         if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
                              f"{before} too); accepted: each host once, node 0 first")
-        lines_of[fields[0]] = number
+        lines_of[host_key(fields[0])] = number
         hosts.append((fields[0], slots))
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")
@@ -390,11 +393,3 @@ def collect(scene):
 
 def as_value(claim):
     return Value(value=claim.value, source=claim.source)
-
-
-def few(names, shown=8):
-    """The first ``shown`` of ``names`` and a count of the rest: a line naming an 8,192-line hostfile's hosts
-    stays one line (walk8 B19)."""
-    names = list(names)
-    return ", ".join(names[:shown]) + (f", and {len(names) - shown} more" if len(names) > shown else "")
-

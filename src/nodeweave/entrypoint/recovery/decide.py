@@ -171,7 +171,7 @@ def unreachable(book, reasons):
 
 NAMED = (Cause.STALL, Cause.STRAGGLER)  # the stall watch's verdicts: they name the culprit, whatever crashed after
 SAID = {Cause.CRASH: "its launcher failed", Cause.LOST: "it was lost", Cause.STALL: "the job stalled",
-        Cause.STRAGGLER: "a lasting straggler"}
+        Cause.STRAGGLER: "a lasting straggler", Cause.STOPPED: "it was stopped"}
 
 
 def judged(evidence, book, now):

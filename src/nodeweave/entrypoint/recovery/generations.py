@@ -19,6 +19,7 @@ training slot may go to a spare (docs/recovery.md says why).
 import os
 
 from ..errors import RECOVERY_FINAL, EntrypointError
+from ..hints import status_hint
 from ..news import NodeId
 from . import decide
 from .book import Decision, Role
@@ -149,6 +150,14 @@ class Generations:
                 or err.exit_code
         return self.start.go(launch, received=self.received, warm=self.warm)
 
+    def watch_aside(self, watch):
+        """Node 0 sitting a generation out (hub only) watches the members' ranks as a training node 0 does: the
+        stall watch on ``watch`` with no ranks of its own, so stalls and stragglers are judged, `--status`,
+        /status.json and top list the ranks, and goodput times the generation's training from its first
+        collective (walk13b B7: with node 0 left out, `"ranks": []`, no stall judged, and minutes of node 1's
+        training counted as recovery). Off when the stall watch is (NODEWEAVE_STALL_WARN 0), as for any node."""
+        self.start.watch_aside(self.plan, self.settings, watch, identity=self.identity)
+
     def hold_warm(self, role):
         """A node that may train in a later generation (a spare, a node left out once) keeps its launcher held
         meanwhile (``running/warm.py``); a node out for good keeps none."""
@@ -177,5 +186,5 @@ class Generations:
                      "come back as a spare (left out twice: never)")
         else:
             self.log(f"generation {book.generation}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
-                     f"times; last: {why}); it waits idle until the job ends (nodeweave status shows it)")
+                     f"times; last: {why}); it waits idle until the job ends ({status_hint()} shows it)")
 

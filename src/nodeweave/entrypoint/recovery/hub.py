@@ -8,7 +8,7 @@ import os
 import time
 
 from ..errors import EXIT_PEER_FAILED
-from ..news import Cause, News
+from ..news import Cause, News, stop_sent
 from . import decide
 from .book import Book, Decision
 from ..world import world_size
@@ -80,6 +80,7 @@ class HubSide:
             else:
                 self.gens._say_role(book, book.role_of(0))
                 self.gens.hold_warm(book.role_of(0))
+                self.gens.watch_aside(watch)
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
                 book = decide.closed(book, code, time.time())
@@ -308,8 +309,8 @@ class HubSide:
     def _alive(watch):
         """The identities still up when the generation ended: those that answered the abort or reported (the
         next generation waits for these, ``heartbeat.STOPPING``)."""
-        return [p.fp.get("rank") for p in watch.hub.peers
-                if (p.stopping or p.done is not None) and not (p.done or {}).get("lost")]
+        return [p.fp.get("rank") for p in watch.hub.peers  # one sent a stop signal has exited (walk13b B1)
+                if (p.stopping or p.done is not None) and not (p.done or {}).get("lost") and not stop_sent(p.done)]
 
 
 def say_stop(book, log):

@@ -159,7 +159,7 @@ def _counts_of_containers(settings, plan):
     nnodes notes and warnings about it ("SLURM_NNODES=2 agrees with NODEWEAVE_NNODES=2" beside the refusal that
     SLURM_NNODES=2 is short of 3 containers; "overrides SLURM_NNODES=3" for a right allocation) are replaced by that
     comparison, and left out when it is the refusal (issue 43 N4)."""
-    from .setup import container_counts, count_shown
+    from .setup import container_counts, count_shown, fits
 
     spares = settings.get("spares", 0) or 0
     if not settings.get("recovery") or not spares or plan.topology is None:
@@ -176,10 +176,12 @@ def _counts_of_containers(settings, plan):
 
     plan.topology.notes = [note for note in plan.topology.notes if not about(note)]
     plan.warnings = [warning for warning in plan.warnings if not about(warning)]
-    if all(count == slots + spares for _, count, _ in counts):
+    if all(fits(origin, count, slots, spares) for _, count, origin in counts):
+        holds = {"plain variables": "it counts"}  # torchrun's count, as typed; else the scheduler's allocation
         plan.topology.notes += [f"nnodes: {count_shown(source, count)} agrees with recovery's containers, "
-                                f"{slots + spares} ({slots} training + {spares} spare(s)): the scheduler's count "
-                                "holds the spares" for source, count, _ in counts]
+                                f"{slots + spares} ({slots} training + {spares} spare(s)): "
+                                f"{holds.get(origin, 'the scheduler' + chr(39) + 's count holds')} the spares"
+                                for source, count, origin in counts if count == slots + spares]
     return plan
 
 

@@ -57,7 +57,18 @@ COUNTS_CONTAINERS = {
     "Slurm": "an allocation of {n} nodes (sbatch --nodes {n})",
     "torchrun PET_* (Kubeflow)": "a job of {n} nodes (TrainJob numNodes: {n}, PET_NNODES={n})",
     "hostfile": "a hosts file of {n} hosts (node 0 first, the spares last)",
+    "plain variables": "NNODES={n} (every container) or NNODES={slots} (the training nodes, as NODEWEAVE_NNODES)",
 }
+# A plain NNODES is torchrun's count of every container to a person who typed it, and the training count where
+# `nodeweave up` wrote it (compose and hosts targets: NNODES beside NODEWEAVE_NNODES, the same value): either
+# agrees; any other contradicts both, as it does without recovery (walk14b B19: NNODES=7 beside
+# NODEWEAVE_NNODES=3 and one spare was overridden behind a warning)
+TRAINING_COUNT_TOO = ("plain variables",)
+
+
+def fits(origin, count, slots, spares):
+    """Whether a count of ``origin`` agrees with recovery's ``slots`` training nodes and ``spares``."""
+    return count == slots + spares or (origin in TRAINING_COUNT_TOO and count == slots)
 
 
 def container_counts(settings):
@@ -92,13 +103,16 @@ def _platform_holds(settings, slots, spares):
     recovery; else every node would wait out the check-in deadline for a spare that never starts and the whole
     job be refused as missing it (walk7 B40)."""
     for source, count, origin in container_counts(settings):
-        if count != slots + spares:
+        if not fits(origin, count, slots, spares):
+            holds = ("it is read as every container, or as the training nodes where nodeweave up wrote it beside "
+                     "NODEWEAVE_NNODES, and is neither" if origin in TRAINING_COUNT_TOO
+                     else "the scheduler's count holds the spares too")
             raise EntrypointError(
                 f"node count sources disagree: {count_shown(source, count)} but recovery's containers are "
                 f"{slots + spares} (NODEWEAVE_NNODES {slots} training + NODEWEAVE_SPARES {spares} spare(s)), and "
-                f"the scheduler's count holds the spares too; accepted: "
-                f"{COUNTS_CONTAINERS[origin].format(n=slots + spares)}, or NODEWEAVE_SPARES {max(0, count - slots)}, "
-                f"or NODEWEAVE_NNODES {max(1, count - spares)}",
+                f"{holds}; accepted: "
+                f"{COUNTS_CONTAINERS[origin].format(n=slots + spares, slots=slots)}, or NODEWEAVE_SPARES "
+                f"{max(0, count - slots)}, or NODEWEAVE_NNODES {max(1, count - spares)}",
                 EXIT_TOPOLOGY)
 
 

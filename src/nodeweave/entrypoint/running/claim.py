@@ -37,9 +37,13 @@ def take(folder, job, run_id, log):
         raise refused
     try:
         os.makedirs(folder, exist_ok=True)
-        _write(path, mine)
+        in_the_way = _in_the_way(path)  # the user's: never written over, nor removed at exit
+        if in_the_way is None:
+            _write(path, mine)
     except OSError as err:
-        log(f"warning: cannot claim checkpoint_dir {folder} ({err.strerror or err}): a second job started over "
+        in_the_way = _in_the_way(path) or err.strerror or str(err)
+    if in_the_way is not None:
+        log(f"warning: cannot claim checkpoint_dir {folder} ({in_the_way}): a second job started over "
             "the same folder would not be refused")
         return None
     claim = Claim(path, mine)
@@ -48,6 +52,23 @@ def take(folder, job, run_id, log):
 
     atexit.register(claim.release)
     return claim
+
+
+def _in_the_way(path):
+    """What lies where nodeweave's claim file goes when it is no file (walk14b B13: a folder there, a restored
+    backup or a `mkdir -p` typo, was said as 'Is a directory'; a link or a pipe would have been written over and
+    removed at exit), naming it and what to do; None when nothing or a file is there. The user's: left alone."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    what = ("a folder" if stat.S_ISDIR(mode) else "a link" if stat.S_ISLNK(mode)
+            else "a device, a pipe or a socket")
+    return f"{path} is {what}, not nodeweave's claim file: remove it{' (rm -r)' if stat.S_ISDIR(mode) else ''}"
 
 
 def _mine(job, run_id):
@@ -130,7 +151,6 @@ def _read(path):
 
 
 def _write(path, mine):
-    temporary = f"{path}.{mine['pid']}.tmp"
-    with open(temporary, "w") as f:
-        json.dump(mine, f)
-    os.replace(temporary, path)
+    from .runstate import write_whole
+
+    write_whole(path, json.dumps(mine), f"{path}.{mine['pid']}.tmp")

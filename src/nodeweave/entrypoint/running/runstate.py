@@ -25,13 +25,12 @@ import os
 import time
 
 from ..errors import EXIT_BUSY, EntrypointError
+from ..hints import stop_run_hint
+# the folder's rule lives below every module that reads it, so a start judges it without loading this one (json)
+from ..systemfolders import STATE_ACCEPTED, check_state_root, state_root, state_root_problem  # noqa: F401
 
 RUN_SCHEMA = "nodeweave.run/1"
 HOLD_SCHEMA = "nodeweave.hold/1"
-
-
-def state_root(env):
-    return os.path.join(env.get("TMPDIR") or "/tmp", "nodeweave")
 
 
 SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # a path component as is
@@ -69,10 +68,27 @@ def run_dir(env, run_id):
 def write_json(path, data):
     """Write atomically, so a reader never sees half a record."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(data, indent=1, sort_keys=True))
+
+
+def write_whole(path, text, temporary=None):
+    """``text`` to ``path`` whole or not at all: written to ``temporary`` (``<path>.<pid>``) beside it, then renamed
+    over it. The one way the node writes a file atomically (its records, the claim in the user's checkpoint folder,
+    the check-in verdict, the launcher's files): when the write or the rename fails (a full disk, a folder where
+    the file goes) the temporary file is removed again before the error is raised, so nothing half-written of
+    nodeweave's is left behind (walk14b B13: every start left ``.nodeweave-claim.<pid>.tmp`` in the user's
+    checkpoint folder when ``.nodeweave-claim`` was a folder)."""
+    temporary = temporary or f"{path}.{os.getpid()}"
+    try:
+        with open(temporary, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def read_json(path):
@@ -247,7 +263,8 @@ def refuse_second_run(settings):
     others = [r for r in live_runs(settings.env) if r.get("pid") != os.getpid() and r.get("run_id") != run_id]
     if others:
         other = others[0]
-        raise still_in_progress(f"run {other.get('run_id')}", other, ": `nodeweave stop` ends it")
+        raise still_in_progress(f"run {other.get('run_id')}", other,
+                                f": {stop_run_hint(other.get('run_id'), other.get('pid'))} ends it")
 
 
 def held_by_another(path):

@@ -9,6 +9,7 @@ them in ``$TMPDIR/nodeweave/runs/<id>/stalls.txt`` on each node.
 import os
 import time
 
+from ..hints import status_hint
 from .ranks import STATES
 from .stacks import render
 
@@ -50,7 +51,7 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
     lines += render(classes[:SHOWN], indent="    ")  # every node is sent the report: a few classes, then a count
     if len(classes) > SHOWN:
         lines.append(f"    ... and {len(classes) - SHOWN} more class(es) of "
-                     f"{sum(len(c['ranks']) for c in classes[SHOWN:])} rank(s) (`nodeweave status --stacks` shows all)")
+                     f"{sum(len(c['ranks']) for c in classes[SHOWN:])} rank(s) ({status_hint('--stacks')} shows all)")
     if recorded:
         lines.append("  flight recorder, each rank's last collective entered and completed, by torch's sequence id "
                      "(seq: its own count per process group; the #N above count the rank's torch.distributed calls, "
@@ -78,7 +79,7 @@ def straggler_lines(named, nodes, window_s):
     lines = []
     if len(nodes) > SHOWN or len(named) > SHOWN:
         lines.append(f"STRAGGLER: {len(nodes)} node(s) and {len(named)} rank(s) named; the first {SHOWN} of each "
-                     "(`nodeweave status --ranks` lists all)")
+                     f"({status_hint('--ranks')} lists all)")
         nodes = dict(sorted(nodes.items())[:SHOWN])
         named = named[:SHOWN]
     for node, gap in sorted(nodes.items()):

@@ -40,7 +40,7 @@ HASH_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     f = r.fields(top.require("image", "a mapping with at least 'variant'"), "image", KEYS)
     variant = _variant(r, f)
-    requirements = optional(r, f, "requirements", rules.CONTEXT_PATH)
+    requirements = optional(r, f, "requirements", rules.REQUIREMENTS_FILE)
     if requirements is not None and base_dir is not None:
         check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant,
                                 folder=base_dir)
@@ -48,7 +48,7 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     for path, item in r.sequence(f.get("pip"), "image.pip", "pinned requirements"):
         problem = baked_problem(r.string(item, path, "a string"), variant, requirement=True)
         if problem:
-            raise r.fail(item, path, f"{_redacted(r.string(item, path, 'a string'))!r} {problem[0]}", problem[1])
+            raise r.fail(item, path, f"{redacted(r.string(item, path, 'a string'))!r} {problem[0]}", problem[1])
     build_args = string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME)
     for name, path, item in r.mapping(f.get("build_args"), "image.build_args", "a mapping"):
         problem = None if rules.looks_secret(name) else url_credential(build_args.get(name, ""))
@@ -122,7 +122,7 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
     if r.is_null(node):
         return None
     f = r.fields(node, "image.project", ("source", "path", "run"))
-    source = optional(r, f, "source", rules.CONTEXT_PATH)
+    source = optional(r, f, "source", rules.PROJECT_SOURCE)
     if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
         from nodeweave.entrypoint.bounded import not_a_folder
 
@@ -197,14 +197,14 @@ def requirement_conflicts(text: str, variant: Optional[str]):
     for number, line in _logical_lines(text):
         problem = baked_problem(line, variant, requirement=not line.startswith("-"))
         if problem:
-            yield number, f"{_redacted(line)!r} {problem[0]}", problem[1]
+            yield number, f"{redacted(line)!r} {problem[0]}", problem[1]
         match = _PIN.match(line)
         if match is None or line.split(";", 1)[0] != line:  # an environment marker may pin per platform
             continue
         name = _normal_name(match.group(1))
         if name in pinned and _PIN.match(pinned[name][1]).groups()[1:] != match.groups()[1:]:
             first, said = pinned[name]
-            yield number, (f"{_redacted(line)!r} contradicts line {first} ({_redacted(said)!r}): pip reads both "
+            yield number, (f"{redacted(line)!r} contradicts line {first} ({redacted(said)!r}): pip reads both "
                            "as one package (names are compared lower case, with -, _ and . alike) and refuses "
                            "the build"), "one pin per package"
         pinned.setdefault(name, (number, line))
@@ -223,7 +223,7 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===|==|@)\s*
 WHEELHOUSE_IN_BUILD = "/wheelhouse"  # where the build mounts the wheelhouse (PIP_FIND_LINKS)
 
 
-def _redacted(text: str) -> str:
+def redacted(text: str) -> str:
     """``text`` with each URL's password (or long bare token) shown as ``***``: a refusal never prints the secret."""
     def hide(match):
         user, colon, _ = match.group(1).partition(":")
@@ -242,7 +242,7 @@ def url_credential(text: str, kept: str = "the image (and in every pushed copy)"
                                                               else user)
         if secret:
             url = re.split(r"[\s'\"]", text[match.start():], maxsplit=1)[0]
-            return f"{_redacted(url)} carries a password in its URL, which would stay in {kept}", CREDENTIAL_ACCEPTED
+            return f"{redacted(url)} carries a password in its URL, which would stay in {kept}", CREDENTIAL_ACCEPTED
     return None
 
 

@@ -151,6 +151,17 @@ def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
             raise r.fail(item, path, f"{option!r} {unknown}", f"an option of {kind}'s own parser (as of "
                          f"{launcher_table.READ_FROM[kind]}; `{LAUNCHER_HELP[kind]}` lists them), e.g. "
                          + EXAMPLE_OPTIONS[kind])
+    if options and kind in LAUNCHER_HELP:  # judged whole, as every node judges them before its start (walk13 B9)
+        import os
+
+        from nodeweave.entrypoint.errors import UsageError as NodeRefusal
+        from nodeweave.entrypoint.planning.launcher_parser import judge
+
+        try:
+            judge(kind, options, dict(os.environ), "launcher.options")
+        except NodeRefusal as refused:
+            problem, _, accepted = str(refused).partition("; accepted: ")
+            raise r.fail(node, "launcher.options", problem.split(": ", 1)[-1], accepted) from None
     return options
 
 
@@ -260,6 +271,24 @@ def env_notes(values: Mapping[str, str], setup: tuple = ()) -> tuple:
         f"{where} looks like a secret and holds its value: it is written in clear into the rendered "
         "compose/ and manifests/ files (committed, sent to every node by sync) and into each run's record; "
         + ENV_SECRET_HINT for where, name in named if env_looks_secret(name))
+
+
+def host_notes(listed: tuple) -> tuple:
+    """One note per host of the spec's ``hosts`` that the host rule every verb applies (``check_ssh_host``) refuses:
+    an IPv6 address, which the rendered ``compose/node.yaml`` run by hand on each host takes (each host finds its rank
+    by an address of its interfaces), but which ``up``, ``sync`` and every verb that reaches the hosts by ssh refuse
+    (walk13 A17: validate said valid, then each verb refused a ``--host`` nobody typed)."""
+    from nodeweave.errors import UsageError
+    from nodeweave.remote.names import check_ssh_host
+
+    notes = []
+    for index, host in enumerate(listed):
+        try:
+            check_ssh_host(host, f"hosts[{index}]")
+        except UsageError as err:
+            notes.append(f"{err}; the rendered compose/node.yaml, run by hand on each host, takes it, but up, sync "
+                         "and every verb that reaches the hosts by ssh refuse it")
+    return tuple(notes)
 
 
 def hosts(r: Reader, node: Optional[Node]) -> tuple:

@@ -347,7 +347,8 @@ class SlurmCluster(Backend):
             return self._nodes(self._hosts(), self.job)
         try:
             return self._nodes(self._hosts(), self.job)
-        except NodeweaveError:  # no allocation yet (or Slurm not asked): the nodes are Slurm's to pick
+        except NodeweaveError as err:  # no allocation yet (or Slurm not asked): the nodes are Slurm's to pick
+            self.nodes_refused = err  # what the real verb ends with: its dry run's note (walk13a A7)
             return self._placeholder_nodes(self.job)
 
     def _placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
-from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
+from nodeweave.cluster.runner import NodeRun, Runner, RunRequest, spawn_client
 
 ENTRYPOINT = "nodeweave-entrypoint"
 EXIT_MARK = "nodeweave-step: exit "
@@ -98,8 +98,7 @@ class StepRunner(Runner):
 
     def start(self) -> None:
         (argv,) = self.argv
-        proc = subprocess.Popen(self.hidden.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=self.spawn_env())
+        proc = spawn_client(self.hidden.argv(argv), env=self.spawn_env())
         started = time.monotonic() - self.t0
         self.ended_by: Dict[int, Tuple[int, float]] = {}
         self.srun_says: Dict[int, int] = {}
@@ -111,7 +110,7 @@ class StepRunner(Runner):
         by_index = {run.node.index: run for run in self.runs}
         for raw in iter(proc.stdout.readline, b""):
             now = time.monotonic() - self.t0
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            text = self.seen_here(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             labelled, srun = LABELLED.match(text), SRUN_TASK.match(text)
             run = by_index.get(int(labelled.group(1))) if labelled else None
             if run is None and srun:

@@ -194,10 +194,22 @@ def _durations(probe, dump, now):
 
 def _write(probe, recorders):
     """{"recorders": {name: torch's dump}} to the rank's dump file, whole or not at all."""
-    path = dump_path(probe.folder, probe.rank)
-    with open(path + ".part", "w") as f:
-        json.dump({"rank": probe.rank, "recorders": recorders}, f)
-    os.replace(path + ".part", path)
+    _whole(dump_path(probe.folder, probe.rank), json.dumps({"rank": probe.rank, "recorders": recorders}))
+
+
+def _whole(path, text):
+    """``text`` to ``path`` whole or not at all, the ``.part`` removed again when the write or rename fails: the
+    rank's copy of the node's one rule (``runstate.write_whole``; a rank imports nothing of the node's package)."""
+    try:
+        with open(path + ".part", "w") as f:
+            f.write(text)
+        os.replace(path + ".part", path)
+    except BaseException:
+        try:
+            os.unlink(path + ".part")
+        except OSError:
+            pass
+        raise
 
 
 MAX_FRAMES = 64
@@ -245,7 +257,4 @@ def _write_where(probe):
         if i:
             time.sleep(SNAPSHOT_GAP_S)
         snapshots.append(main_thread_frames(probe.thread))
-    path = where_path(probe.folder, probe.rank)
-    with open(path + ".part", "w") as f:
-        json.dump({"rank": probe.rank, "snapshots": snapshots}, f)
-    os.replace(path + ".part", path)
+    _whole(where_path(probe.folder, probe.rank), json.dumps({"rank": probe.rank, "snapshots": snapshots}))
