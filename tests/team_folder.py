@@ -39,3 +39,24 @@ def make_job_folder(tmp_path, monkeypatch):
         if name.startswith("NODEWEAVE_"):
             monkeypatch.delenv(name)
     return tmp_path
+
+
+def fake_engines(team, monkeypatch, answering: str):
+    """docker and podman clients on PATH; only ``answering``'s daemon answers; both know no container."""
+    bin_dir = team / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for engine in ("docker", "podman"):
+        up = "0" if engine == answering else "1"
+        (bin_dir / engine).write_text(f"""#!/bin/sh
+case "$*" in
+  "version --format {{{{.Server.Version}}}}") [ {up} = 0 ] || {{ echo "Cannot connect to the Docker daemon at \
+unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1; }}; echo 27.0.3 ;;
+  "compose version") echo 2.29 ;;
+  inspect*) echo "Error: No such object" >&2; exit 1 ;;
+  *) exit 0 ;;
+esac
+""")
+        (bin_dir / engine).chmod(0o755)
+    (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "podman-compose").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")

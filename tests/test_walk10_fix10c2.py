@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from cli_run import in_process as run_cli, one_line
-from team_folder import make_team
+from team_folder import fake_engines, make_team
 
 
 @pytest.fixture
@@ -24,27 +23,6 @@ def _record(team, **made):
     (folder / "cluster.json").write_text(json.dumps({**told, "made": {"job": "team", **made}}))
 
 
-def _fake_engines(team, monkeypatch, answering: str):
-    """docker and podman clients on PATH; only ``answering``'s daemon answers; both know no container."""
-    bin_dir = team / "fakebin"
-    bin_dir.mkdir(exist_ok=True)
-    for engine in ("docker", "podman"):
-        up = "0" if engine == answering else "1"
-        (bin_dir / engine).write_text(f"""#!/bin/sh
-case "$*" in
-  "version --format {{{{.Server.Version}}}}") [ {up} = 0 ] || {{ echo "Cannot connect to the Docker daemon at \
-unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1; }}; echo 27.0.3 ;;
-  "compose version") echo 2.29 ;;
-  inspect*) echo "Error: No such object" >&2; exit 1 ;;
-  *) exit 0 ;;
-esac
-""")
-        (bin_dir / engine).chmod(0o755)
-    (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "podman-compose").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-
-
 @pytest.mark.parametrize("recorded, argv", [("docker", ["--engine", "podman"]), ("podman", ["--engine", "docker"]),
                                             ("docker", [])])
 def test_c19_up_on_another_engine_than_the_recorded_one_is_refused(capsys, team, monkeypatch, recorded, argv):
@@ -52,7 +30,7 @@ def test_c19_up_on_another_engine_than_the_recorded_one_is_refused(capsys, team,
     new job token and start a second cluster: refused, exit 3, as up on another target is, dry run or not."""
     from nodeweave.errors import EXIT_ENVIRONMENT
 
-    _fake_engines(team, monkeypatch, "podman")
+    fake_engines(team, monkeypatch, "podman")
     other = "podman" if recorded == "docker" else "docker"
     if not argv:
         monkeypatch.setenv("NODEWEAVE_ENGINE", other)
@@ -70,7 +48,7 @@ def test_c19_up_on_another_engine_than_the_recorded_one_is_refused(capsys, team,
 
 def test_c19_a_verb_naming_no_engine_follows_the_recorded_one(capsys, team, monkeypatch):
     """C19: with podman the default here, a job up on docker is looked at on docker by a verb that names none."""
-    _fake_engines(team, monkeypatch, "docker")
+    fake_engines(team, monkeypatch, "docker")
     monkeypatch.delenv("NODEWEAVE_ENGINE", raising=False)
     _record(team, target="local", project="team-1234abcd", where="docker on this machine", engine="docker")
     code, out, err = run_cli(capsys, "down", "--dry-run")
@@ -85,7 +63,7 @@ def test_c18_a_daemon_up_reached_through_docker_host_is_named_not_another_engine
     the message names the recorded DOCKER_HOST and how to set it again, never "use --engine podman"."""
     from nodeweave.errors import EXIT_ENVIRONMENT
 
-    _fake_engines(team, monkeypatch, "podman")  # docker's daemon does not answer here
+    fake_engines(team, monkeypatch, "podman")  # docker's daemon does not answer here
     if now:
         monkeypatch.setenv("DOCKER_HOST", now)
     else:

@@ -3,38 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from cli_run import in_process as run_cli, one_line
-from team_folder import make_team
+from team_folder import fake_engines, make_team
 
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
     return make_team(tmp_path, monkeypatch)
-
-
-def _fake_engines(team, monkeypatch, answering: str):
-    """docker and podman clients on PATH; only ``answering``'s daemon answers; both know no container."""
-    bin_dir = team / "fakebin"
-    bin_dir.mkdir(exist_ok=True)
-    for engine in ("docker", "podman"):
-        up = "0" if engine == answering else "1"
-        (bin_dir / engine).write_text(f"""#!/bin/sh
-case "$*" in
-  "version --format {{{{.Server.Version}}}}") [ {up} = 0 ] || {{ echo "Cannot connect to the Docker daemon at \
-unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1; }}; echo 27.0.3 ;;
-  "compose version") echo 2.29 ;;
-  inspect*) echo "Error: No such object" >&2; exit 1 ;;
-  *) exit 0 ;;
-esac
-""")
-        (bin_dir / engine).chmod(0o755)
-    (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "podman-compose").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
 
 def _record_told_engine(team, engine: str):
@@ -57,7 +35,7 @@ def test_a9_a_bad_engine_variable_is_refused_where_up_remembered_an_engine(capsy
     verb in a folder whose `up --engine podman` remembered podman: the variable is --engine, refused everywhere."""
     from nodeweave.errors import EXIT_USAGE
 
-    _fake_engines(team, monkeypatch, "podman")
+    fake_engines(team, monkeypatch, "podman")
     _record_told_engine(team, "podman")
     monkeypatch.setenv("NODEWEAVE_ENGINE", "bogus")
     code, out, err = run_cli(capsys, *argv)
@@ -71,7 +49,7 @@ def test_a9_up_named_another_engine_by_the_variable_is_refused_against_the_recor
     ... nothing recreated" on podman, while `up --engine docker` is refused against the record: refused alike."""
     from nodeweave.errors import EXIT_ENVIRONMENT
 
-    _fake_engines(team, monkeypatch, "podman")
+    fake_engines(team, monkeypatch, "podman")
     _record_told_engine(team, "podman")
     monkeypatch.setenv("NODEWEAVE_ENGINE", "docker")
     code, out, err = run_cli(capsys, "up", "--hold", *dry)
@@ -84,7 +62,7 @@ def test_a9_up_named_another_engine_by_the_variable_is_refused_against_the_recor
 def test_a9_a_verb_told_the_engine_by_the_variable_uses_it_over_the_remembered_one(capsys, team, monkeypatch):
     """A9: `NODEWEAVE_ENGINE=docker nodeweave down --dry-run` beside a job `up --engine podman` made planned
     podman's commands, as if the variable were not set: it is --engine, so docker is what the verb asks."""
-    _fake_engines(team, monkeypatch, "docker")
+    fake_engines(team, monkeypatch, "docker")
     _record_told_engine(team, "podman")
     monkeypatch.setenv("NODEWEAVE_ENGINE", "docker")
     code, out, err = run_cli(capsys, "down", "--dry-run")

@@ -279,8 +279,6 @@ def state_root_problem(env):
     ``nodeweave`` in it a folder this user may write (another user's ``/tmp/nodeweave`` on a shared host). Here,
     below every module that reads the folder (``running.runstate``), so the start judges it importing nothing
     slow."""
-    import stat
-
     given = env.get("TMPDIR") or ""
     base = given or "/tmp"
     said = f"TMPDIR={given}" if given else "/tmp (TMPDIR unset)"
@@ -296,43 +294,44 @@ def state_root_problem(env):
         if filled is not None:
             problem = f"{normal} is {'in ' + filled + ', ' if normal != filled else ''}a folder {FILLED[filled]}"
     if problem is None:
-        try:
-            mode = os.stat(base).st_mode
-        except FileNotFoundError:
+        problem = _folder_problem(base, base)
+        if problem is MISSING:
             problem = _missing_problem(normal)
-            if problem is None:
-                return None  # made at first use, in a folder of this user's
-        except NotADirectoryError:
-            problem = f"{base} goes through a file, not a folder"
-        except OSError as err:
-            problem = f"{base} cannot be looked at ({err.strerror or err})"
-        else:
-            if not stat.S_ISDIR(mode):
-                kind = "a file" if stat.S_ISREG(mode) else "a device, a pipe or a socket"
-                problem = f"{base} is {kind}, not a folder"
-            elif not os.access(base, os.W_OK | os.X_OK):
-                problem = f"{base} is a folder this user ({os.getuid()}) may not write"
     if problem is None:
-        try:
-            mode = os.stat(own).st_mode
-        except FileNotFoundError:
-            if not os.path.islink(own):
-                return None  # made at first use
-            problem = f"{own}, nodeweave's folder in it, is a link to nothing: remove it, or set TMPDIR elsewhere"
-        except OSError as err:
-            problem = f"{own} cannot be looked at ({err.strerror or err})"
-        else:
-            if not stat.S_ISDIR(mode):
-                kind = "a file" if stat.S_ISREG(mode) else "a device, a pipe or a socket"
-                problem = (f"{own}, nodeweave's folder in it, is {kind}, not a folder: remove it, or set TMPDIR "
-                           "elsewhere")
-            elif not os.access(own, os.W_OK | os.X_OK):
-                owner = os.stat(own).st_uid
-                problem = (f"{own}, nodeweave's folder in it, belongs to user {owner} and this user ({os.getuid()}) "
-                           "may not write it (a shared /tmp?)")
+        problem = _folder_problem(own, f"{own}, nodeweave's folder in it,", ": remove it, or set TMPDIR elsewhere")
+        if problem is MISSING:
+            problem = (None if not os.path.islink(own) else  # made at first use
+                       f"{own}, nodeweave's folder in it, is a link to nothing: remove it, or set TMPDIR elsewhere")
     if problem is None:
         return None
     return f"{said}: {problem}; {why}; accepted: {STATE_ACCEPTED}"
+
+
+MISSING = "missing"  # _folder_problem: nothing at that path (what to do about it is the caller's rule)
+
+
+def _folder_problem(path, name, remedy=""):
+    """Why ``path`` (``name`` in the line) is not a folder this user may write, :data:`MISSING` where nothing is
+    there, None where it is such a folder: the one look at TMPDIR and at ``nodeweave`` in it. ``remedy`` follows
+    a refusal of something that is there but not a folder."""
+    import stat
+
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return MISSING
+    except NotADirectoryError:
+        return f"{name} goes through a file, not a folder"
+    except OSError as err:
+        return f"{name} cannot be looked at ({err.strerror or err})"
+    if not stat.S_ISDIR(status.st_mode):
+        kind = "a file" if stat.S_ISREG(status.st_mode) else "a device, a pipe or a socket"
+        return f"{name} is {kind}, not a folder{remedy}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        if status.st_uid != os.getuid():
+            return f"{name} belongs to user {status.st_uid}, and this user ({os.getuid()}) may not write it (a shared /tmp?)"
+        return f"{name} is a folder this user ({os.getuid()}) may not write"
+    return None
 
 
 def _missing_problem(normal):
