@@ -33,6 +33,7 @@ time is a duration measured on the rank's own node.
 from collections import deque
 
 GONE = ("gone", "Z", "X")
+STOPPED = ("T", "t")  # stopped (SIGSTOP, a debugger): it cannot move, nor can its flight thread read
 WINDOW_S = 20.0
 MIN_COLLECTIVES = 4
 MIN_INTERVALS = 5
@@ -73,9 +74,11 @@ def find_stall(views):
 def stale_record(view):
     """True when a rank's flight-recorder count may be below what it did: the rank exited, or its flight thread
     has not read the recorder since the rank last moved (the thread stops when the rank starts to exit; alive,
-    it reads every second, well inside any stall_warn)."""
+    it reads every second, well inside any stall_warn). Never for a stopped rank: it has not moved since."""
     if view["state"] in GONE:
         return True
+    if view["state"] in STOPPED:  # frozen: the count its thread read last is where it stands (walk15b: a
+        return False              # SIGSTOPped rank a moment after its last read was never named)
     polled = view.get("polled_s")  # None: never read (its count is -1, and not used) or a view without the field
     return polled is not None and polled > view["since_s"]
 
