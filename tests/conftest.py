@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,12 @@ import pytest
 
 import ci_gate
 import engine_leftovers
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup, a CI step put aside) inherits
+# SIGINT ignored, and so would every process a test starts: the Ctrl-C tests would test the launch, not nodeweave
+# (ten of them failed so). A handler here is reset to the default in every child at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 # benchmarks/ after tests/ on the path: the tests drive its harnesses (stall_nodes, exchange_scale) and start their

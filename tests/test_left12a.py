@@ -111,16 +111,21 @@ def _trained(log: Path, steps: int, limit: float = 240) -> None:
     raise AssertionError(f"{log} shows no step {steps} in {limit:g} s: {text[-2000:]}")
 
 
-def _timeline_trained(hosts: Path, limit: float = 60) -> None:
+def _timeline_trained(hosts: Path, since: float, limit: float = 60) -> None:
     """Wait until node 0's saved goodput timeline (what a SIGKILL leaves) shows training: a step logged after its
-    generation's first collective. Its log can show step 30 before its next save on a loaded machine."""
+    generation's first collective. Its log can show step 30 before its next save on a loaded machine. Only a
+    timeline launched ``since`` (epoch seconds) counts: the job's folder keeps the earlier run's, which showed
+    training from the start (a --grace 0 stop then read "training 0 s" on a loaded machine)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         for path in hosts.rglob("goodput.json"):
             try:
-                gens = json.loads(path.read_text()).get("generations") or []
+                kept = json.loads(path.read_text())
             except ValueError:  # being replaced
                 continue
+            if not isinstance(kept.get("launched"), (int, float)) or kept["launched"] < since:
+                continue
+            gens = kept.get("generations") or []
             last = gens[-1] if gens else {}
             times = [t for t, _ in last.get("steps") or []]
             if last.get("first") and times and max(times) > last["first"]:
@@ -140,11 +145,12 @@ def stopped_runs(tmp_path_factory):
     assert up.returncode == 0, up.stdout + up.stderr
     ids = {}
     for grace in ("10", "0"):
+        began = time.time() - 1
         started = nodeweave(folder, env, "run", "--detach")
         assert started.returncode == 0, started.stdout + started.stderr
         run_id = started.stdout.strip().splitlines()[-1]
         _trained(folder / "runs" / run_id / "node-0.log", 30)
-        _timeline_trained(folder / "hosts")
+        _timeline_trained(folder / "hosts", began)
         stop = nodeweave(folder, env, "stop", "--grace", grace)
         assert stop.returncode == 0, stop.stdout + stop.stderr
         deadline = time.monotonic() + 60  # the detached `nodeweave run` writes the record once every node ended

@@ -268,7 +268,7 @@ def test_logs_rank_maps_torchruns_local_rank_to_the_global_one(capsys, job_folde
     assert out.count("step 1") == 1 and f"on node {node} local {local}" in out and f"r{rank}]" in out, out
 
 
-@pytest.mark.parametrize("extra", [{"plans": False}, {"role": {"kind": "training node"}}])
+@pytest.mark.parametrize("extra", [{"plans": False}, {"role": {"kind": "training node", "generation": 1}}])
 def test_local_ranks_no_plan_numbers_name_what_rank_takes(capsys, job_folder, extra):
     from nodeweave.errors import EXIT_USAGE
 

@@ -324,10 +324,11 @@ def test_a_count_recovery_sets_is_not_called_a_flag_the_user_gave(tmp_path):
     env = {"PATH": os.environ["PATH"], "MASTER_ADDR": "10.0.0.1", "NODE_RANK": "0", "NODEWEAVE_NNODES": "2",
            "NODEWEAVE_SPARES": "1", "NODEWEAVE_RECOVERY": "on", "NNODES": "1"}
     done = cli_run.entrypoint("--explain", "--json", "--", "t.py", env=env, cwd=tmp_path, timeout=120)
-    warnings = [w if isinstance(w, str) else w["message"] for w in json.loads(done.stdout)["warnings"]]
-    nnodes = [w for w in warnings if w.startswith("nnodes:")]
-    assert nnodes and not any("flag --nnodes" in w for w in nnodes), warnings
-    assert any("generation 0's training nodes" in w or "recovery's containers" in w for w in nnodes), warnings
+    plan = json.loads(done.stdout)
+    said = [w if isinstance(w, str) else w["message"] for w in plan["warnings"] + plan["errors"]]
+    nnodes = [w for w in said if "NNODES" in w]  # a warning before, a refusal since NNODES=1 contradicts 2 + 1 spare
+    assert nnodes and not any("flag --nnodes" in w for w in nnodes), said
+    assert any("generation 0's training nodes" in w or "recovery's containers" in w for w in nnodes), said
 
 
 # -- the last walk's own findings (spec side) ----------------------------------------------------------------
