@@ -1,6 +1,8 @@
 """The walks' team folder: a two-node cpu spec and its script, in a folder of its own, the shell's variables that
 would change what the verbs plan cleared. One copy for every walk test file that uses it."""
 
+import os
+
 SPEC = """\
 name: team
 image:

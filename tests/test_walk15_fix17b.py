@@ -1,0 +1,100 @@
+"""walk15a rows fixed by fix17b (a job is what its own folder started): each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from team_folder import SPEC, fake_engines, make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    (tmp_path / "bob").mkdir()
+    return make_team(tmp_path / "bob", monkeypatch)
+
+
+def _alice(team):
+    """A teammate's folder beside this one, holding a spec of the same job name."""
+    alice = team.parent / "alice"
+    alice.mkdir(exist_ok=True)
+    (alice / "nodeweave.yaml").write_text(SPEC)
+    (alice / "train.py").write_text("print('alice')\n")
+    return alice
+
+
+def _engine_answering_marks(team, monkeypatch, marks: "dict[str, dict]"):
+    """podman whose `inspect` answers each container of ``marks`` with those labels (the others: no such one)."""
+    from nodeweave.cluster.identity import JobMark  # noqa: F401 (the labels are JobMark.labels())
+
+    fake_engines(team, monkeypatch, "podman")
+    lines = "\n".join(f"{json.dumps(name)} {json.dumps(labels)}" for name, labels in marks.items())
+    (team / "fakebin" / "marks.txt").write_text(lines + "\n")
+    (team / "fakebin" / "podman").write_text(f"""#!/bin/sh
+case "$*" in
+  "version --format {{{{.Server.Version}}}}") echo 4.3.1 ;;
+  inspect*) cat {team / 'fakebin' / 'marks.txt'} ;;
+  *) exit 0 ;;
+esac
+""")
+
+
+# every way of naming a node directly (no cluster of this folder between): sync's and doctor --cluster's
+DIRECT = [["sync", "--node", "podman:team-0", "--dry-run"], ["sync", ".", "/workspace", "--node", "podman:team-0"],
+          ["sync", "--compose-project", "team-0123abcd", "--dry-run"],
+          ["doctor", "--cluster", "--node", "podman:team-0", "--dry-run"]]
+
+
+@pytest.mark.parametrize("argv", DIRECT, ids=lambda a: "-".join(w.strip("-") for w in a[:3]))
+def test_a20_a_node_named_directly_is_judged_by_its_folder_mark(capsys, team, monkeypatch, argv):
+    """A20: `sync --node podman:train-0` in bob's folder replaced alice's train.py (her job's container, whose
+    /workspace is her folder), where exec, logs, shell and stop refused that address: every verb that reaches a node
+    directly reads its mark first, and another folder's is refused, exit 3, naming that folder."""
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    alice = _alice(team)
+    labels = JobMark.of(alice, "team").labels()
+    _engine_answering_marks(team, monkeypatch, {"team-0": labels})
+    if "--compose-project" in argv:  # the project's containers, as the engine lists them
+        from nodeweave.remote import discover, make_target
+
+        monkeypatch.setattr(discover, "compose_targets", lambda *a, **k: [make_target("podman", "team-0")])
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_ENVIRONMENT, (out, err)
+    line = one_line(err)
+    assert f"was started by `nodeweave up` in {alice}" in line and "run the verb in" in line, line
+
+
+def test_a20_a_node_of_this_folders_job_or_unmarked_is_reached(capsys, team, monkeypatch):
+    """A20's other side: this folder's own job's container, and a container no `up` marked, are reached as before."""
+    from nodeweave.cluster.identity import JobMark, refuse_foreign_reached
+    from nodeweave.remote import parse_target
+
+    _engine_answering_marks(team, monkeypatch, {"team-0": JobMark.of(team, "team").labels(), "mine": {}})
+    refuse_foreign_reached([parse_target("podman:team-0"), parse_target("podman:mine")], team / "nodeweave.yaml")
+
+
+DESTROYING = [["down", "--dry-run"], ["stop", "--dry-run"], ["up", "--hold", "--dry-run"],
+              ["sync", "--delete", "--dry-run"]]
+
+
+@pytest.mark.parametrize("argv", DESTROYING, ids=lambda a: a[0])
+def test_a22_a_leftover_spec_variable_is_refused_by_the_verbs_that_end_a_job(capsys, team, monkeypatch, argv):
+    """A22: `export NODEWEAVE_SPEC=<alice's spec>` left in a shell, `nodeweave down` typed in bob's folder (its own
+    spec beside it) took alice's job down under a note on stderr: a verb that stops, removes or recreates refuses,
+    exit 2, naming the variable."""
+    from nodeweave.errors import EXIT_USAGE
+
+    alice = _alice(team)
+    fake_engines(team, monkeypatch, "podman")
+    monkeypatch.setenv("NODEWEAVE_SPEC", str(alice / "nodeweave.yaml"))
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line(err)
+    assert "$NODEWEAVE_SPEC names" in line and "give --spec" in line and "or unset NODEWEAVE_SPEC" in line, line
+    code, out, err = run_cli(capsys, *argv, "--spec", str(alice / "nodeweave.yaml"))  # typed: that job, meant
+    assert code != EXIT_USAGE or "$NODEWEAVE_SPEC" not in err, (out, err)
