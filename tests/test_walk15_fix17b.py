@@ -98,3 +98,24 @@ def test_a22_a_leftover_spec_variable_is_refused_by_the_verbs_that_end_a_job(cap
     assert "$NODEWEAVE_SPEC names" in line and "give --spec" in line and "or unset NODEWEAVE_SPEC" in line, line
     code, out, err = run_cli(capsys, *argv, "--spec", str(alice / "nodeweave.yaml"))  # typed: that job, meant
     assert code != EXIT_USAGE or "$NODEWEAVE_SPEC" not in err, (out, err)
+
+
+@pytest.mark.parametrize("name", ["team", "other-job"])
+def test_a7_render_out_into_another_projects_folder_is_refused_whatever_its_job(capsys, team, monkeypatch, name):
+    """A7: in bob's folder, `render compose --out ../alice` replaced alice's render when her spec had bob's job name
+    (two teammates' copies of one spec), and was refused only when it named another job: a folder that holds its own
+    spec is another project, whatever its name; --force still takes it over."""
+    from nodeweave.errors import EXIT_USAGE
+
+    alice = _alice(team)
+    (alice / "nodeweave.yaml").write_text(SPEC.replace("name: team", f"name: {name}").replace("nodes: 2", "nodes: 3"))
+    monkeypatch.chdir(alice)
+    assert run_cli(capsys, "render", "compose")[0] == 0
+    before = (alice / "compose" / "local.yaml").read_bytes()
+    monkeypatch.chdir(team)
+    code, out, err = run_cli(capsys, "render", "compose", "--out", "../alice")
+    assert code == EXIT_USAGE, (out, err)
+    assert f"{alice} is another project's folder (it holds its own spec, nodeweave.yaml, name: {name})" in \
+        one_line(err)
+    assert (alice / "compose" / "local.yaml").read_bytes() == before
+    assert run_cli(capsys, "render", "compose", "--out", "../alice", "--force")[0] == 0
