@@ -119,3 +119,34 @@ def test_a7_render_out_into_another_projects_folder_is_refused_whatever_its_job(
         one_line(err)
     assert (alice / "compose" / "local.yaml").read_bytes() == before
     assert run_cli(capsys, "render", "compose", "--out", "../alice", "--force")[0] == 0
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_a16_down_after_a_rename_writes_nothing_for_a_name_nothing_is_up_under(capsys, team, monkeypatch, dry):
+    """A16: the spec renamed (`team` -> `team3`) while up, `down` took the old job down and then wrote
+    .nodeweave/team3/compose.yaml and ran a compose down for a job that never had a container: the new name's half
+    says "nothing to take down" and writes nothing, as a down with nothing up does."""
+    from nodeweave.cluster.identity import JobMark
+
+    fake_engines(team, monkeypatch, "podman")
+    (team / "fakebin" / "podman").write_text("""#!/bin/sh
+case "$*" in
+  "version --format {{.Server.Version}}") echo 4.3.1 ;;
+  version*|--version*) echo "podman version 4.3.1" ;;
+  inspect*) for n in 1 2 3 4; do echo "Error: no such container" >&2; done; exit 125 ;;
+  *) exit 0 ;;
+esac
+""")  # neither name has a container: the old job's half is taken down as recorded, the new one's has none
+    mark = JobMark.of(team, "team")
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True)
+    made = {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml", "target": "local",
+            "where": "podman on this machine", "project": mark.project, "engine": "podman", "engine_host": None}
+    (folder / "cluster.json").write_text(json.dumps({"target": "local", "engine": "podman", "made": made}))
+    (team / "nodeweave.yaml").write_text(SPEC.replace("name: team", "name: team3"))
+    code, out, err = run_cli(capsys, "down", *dry)
+    said = " ".join((out + err).split())
+    assert code == 0, (out, err)
+    assert "which nodeweave.yaml no longer names" in said and "nothing to take down" in said, said
+    assert not (team / ".nodeweave" / "team3").exists(), said
+    assert "team3 is down" not in said

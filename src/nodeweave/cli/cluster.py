@@ -230,8 +230,9 @@ def down_command(
                                     judge_backend=lambda backend: backend.judge_tree())
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
-    idle = None if renamed else backend.nothing_up_line()
-    if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
+    idle = backend.nothing_up_line()  # after a rename, only the old name's half then (walk15 A16)
+    if idle is not None and not renamed:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry
+        # run the same)
         if dry_run:
             from nodeweave.plan import Plan
 
@@ -242,13 +243,13 @@ def down_command(
         out.print(idle, highlight=False, markup=False)
         emit({"job": spec.name, "where": backend.where, "down": True, "was_up": False, "also": []}, fmt)
         return
-    plan = backend.plan_down(delete_claims, renamed)
+    plan = backend.plan_down(delete_claims, renamed, idle)
     # a run in progress: down would SIGKILL it with the nodes, as up's recreate would (walk14a A18); refused the
     # same way (exit 3, naming the run and `nodeweave stop`), before anything is taken down. Bare hosts' down is
     # itself a stop (SIGTERM, the grace): nothing to refuse there.
     from nodeweave.cluster.onbackend import up_over
 
-    busy = None if plan.of_kind(StopPhase) else up_over(backend, "down")[0]
+    busy = None if plan.of_kind(StopPhase) or idle is not None else up_over(backend, "down")[0]
     if dry_run:
         from dataclasses import replace
 
@@ -262,7 +263,9 @@ def down_command(
         raise EnvironmentProblem(busy + "; nothing was taken down")
     from nodeweave.jobstate import hold_job
 
-    hold_job(backend.spec_dir, spec.name, "down")  # one up or down of the job at a time (walk14a A20)
+    for job in [*([] if idle else [spec.name]), *(old.spec.name for old, _ in renamed)]:
+        hold_job(backend.spec_dir, job, "down")  # one up or down of a job at a time (walk14a A20); none written for
+        # a name nothing is up under (walk15 A16)
     if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs (and the marks)
         _stop(plan, backend.spec_dir, out, fmt)
         # the record ends as every target's does (walk11a A17: it stayed, and every verb still acted on the hosts)
@@ -275,8 +278,9 @@ def down_command(
         forget_allocation(spec_path, old.spec.name)
         out.print(f"{old.spec.name} (the job's old name) is down ({old.where})", highlight=False)
     forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
-    out.print(f"{spec.name} is down ({backend.where})", highlight=False)
-    emit({"job": spec.name, "where": backend.where, "down": True,
+    if idle is None:  # else the plan's last note said it: nothing of this name to take down
+        out.print(f"{spec.name} is down ({backend.where})", highlight=False)
+    emit({"job": spec.name, "where": backend.where, "down": True, **({"was_up": False} if idle else {}),
           "also": [{"job": old.spec.name, "where": old.where} for old, _ in renamed]}, fmt)
 
 
