@@ -150,3 +150,79 @@ esac
     assert "which nodeweave.yaml no longer names" in said and "nothing to take down" in said, said
     assert not (team / ".nodeweave" / "team3").exists(), said
     assert "team3 is down" not in said
+
+
+def _made_by_up(team, spec_text: str) -> None:
+    """What a real `up` of ``spec_text`` leaves in the team folder: its compose file and its record."""
+    from nodeweave.cluster.backends.local import render_up_compose
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.cluster.options import ClusterOptions, record_made
+    from nodeweave.spec import load_spec
+
+    spec_path = team / "nodeweave.yaml"
+    spec_path.write_text(spec_text)
+    spec, mark = load_spec(spec_path), JobMark.of(team, "team")
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "compose.yaml").write_text(render_up_compose(spec, team.resolve(), mark))
+    record_made(spec_path, "team", ClusterOptions(target="local", engine="podman"),
+                {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
+                 "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
+                 "spec_text": spec_text})
+
+
+def _answering_rows(monkeypatch, made: int):
+    """status's rows as the nodes would answer: the made ones up, holding, one plan; the others never made."""
+    from nodeweave.cluster import status
+
+    def gather(backend, nodes, command, say=None):
+        return [{"node": n.name, "reached_as": n.remote.label, "platform": "running" if n.index < made else "missing",
+                 "up": n.index < made, "error": None, "mode": "hold", "rank": n.index, "role": None, "procs": 1,
+                 "plan_hash": "abc", "plan_errors": [], "run": None, "now": None, "gpu": None, "recovery": None,
+                 "asked": n.index < made} for n in nodes]
+
+    monkeypatch.setattr(status, "gather", gather)
+
+
+CHANGES = {"gpus_per_node": ("gpus_per_node: 1", "gpus_per_node: 2", "gpus_per_node 1 -> 2"),
+           "env": ("launcher:", 'env: {WALK_X: "hello"}\nlauncher:', 'env (unset) -> {"WALK_X": "hello"}'),
+           "image": ("variant: cpu", "variant: cpu\n  tag: v2", 'image.tag (unset) -> "v2"')}
+
+
+@pytest.mark.parametrize("field", sorted(CHANGES))
+def test_a17_every_field_the_held_nodes_do_not_see_is_said_as_nodes_is(capsys, team, monkeypatch, field):
+    """A17: the spec edited while the nodes held (`gpus_per_node: 1` -> `2`, a new `env`): status said "plans agree",
+    run and exec said nothing, the run ran with one process a node and no variable, and its run folder's spec.yaml
+    recorded the new spec: every verb that reaches the nodes names the fields changed since up and the verb that
+    applies them, and the run folder keeps the spec the nodes were made from."""
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.cluster.onbackend import ran_spec_text, spec_changed
+
+    fake_engines(team, monkeypatch, "podman")
+    _made_by_up(team, SPEC)
+    before, after, said = CHANGES[field]
+    (team / "nodeweave.yaml").write_text(SPEC.replace(before, after))
+    _answering_rows(monkeypatch, 2)
+    code, out, err = run_cli(capsys, "status")
+    line = one_line(err)
+    assert code == 0 and "changed since `nodeweave up` made team's nodes" in line and said in line, (out, err)
+    assert "`nodeweave up --hold` applies it" in line
+    code, out, err = run_cli(capsys, "exec", "--dry-run", "--", "true")
+    assert said in one_line(err), (out, err)
+    _, backend, _ = open_cluster(team / "nodeweave.yaml", ClusterOptions())
+    assert said in spec_changed(backend) and ran_spec_text(backend) == SPEC
+
+
+def test_a18_status_of_a_grown_spec_calls_no_node_down(capsys, team, monkeypatch):
+    """A18: `nodes: 2` -> `3` while two nodes held: status said "1 of 3 node(s) down", a row `node-2 down (missing)`,
+    exit 1, where run and exec say the spec asks for a node `up` has not made: status says that, as a note, shows
+    the nodes up made, and exits 0 (nothing failed)."""
+    fake_engines(team, monkeypatch, "podman")
+    _made_by_up(team, SPEC)
+    (team / "nodeweave.yaml").write_text(SPEC.replace("nodes: 2", "nodes: 3"))
+    _answering_rows(monkeypatch, 2)
+    code, out, err = run_cli(capsys, "status")
+    assert code == 0, (out, err)
+    assert "node-2" not in out and "down" not in out, out
+    assert "now asks for 3 node container(s) and team is up with 2" in one_line(err), err

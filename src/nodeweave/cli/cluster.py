@@ -303,8 +303,14 @@ def status_command(
     from nodeweave.cluster.status import problems as status_problems
     from nodeweave.cluster.onbackend import live_nodes
 
+    from nodeweave.cluster.onbackend import count_changed, spec_changed
+
     spec, backend, _ = open_cluster(spec_path, reach)
-    nodes = pick_nodes(live_nodes(backend, "fingerprint") if fingerprints else backend.nodes(), node)
+    every = live_nodes(backend, "fingerprint") if fingerprints else backend.nodes()
+    made, changed = backend.made_count(), count_changed(backend) or spec_changed(backend)
+    if made is not None and made < len(every):  # a node the spec added since up is not made, not "down" (walk15 A18)
+        every = [n for n in every if n.index < made]
+    nodes = pick_nodes(every, node)
     rows = gather(backend, nodes, spec_command(spec), say=lambda line: console(stderr=True).print(
         f"# {line}", highlight=False, markup=False))
     agree = agreement(rows)
@@ -318,7 +324,7 @@ def status_command(
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
     data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
-            **({"renamed": renamed} if renamed else {})}
+            **({"renamed": renamed} if renamed else {}), **({"spec_changed": changed} if changed else {})}
     fmt = data_format(as_json, output)
     unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
     if emit_names((r["node"] for r in rows if r["up"]), fmt):  # -o name: the nodes that answer, one a line
@@ -333,12 +339,12 @@ def status_command(
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
+    if changed and any(r["up"] for r in rows):  # what the nodes do not see, as run and exec say it: nothing failed
+        tell(f"note: {changed}")
     if answering:
         _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
                                                                   if r["up"]))
-    from nodeweave.cluster.onbackend import count_changed
-
-    problems = status_problems(rows, spec, backend.made_count(), count_changed(backend))
+    problems = status_problems(rows, spec, made)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 

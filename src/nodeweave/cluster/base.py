@@ -411,6 +411,11 @@ class Backend(abc.ABC):
         target keeps that beside the spec; None: not known here (the platform's own count is the nodes')."""
         return None
 
+    def made_stale(self) -> Optional[bool]:
+        """Whether what the nodes were made from (the compose file ``up`` started them from) is no longer what the spec
+        renders: True, the nodes do not see a change of the spec; None: not known here (nothing kept beside it)."""
+        return None
+
     def metrics_url(self) -> Optional[str]:
         """Where this machine reaches node 0's ``/metrics`` as the platform published it (the local target's
         engine-picked port), which ``up`` and ``status`` print (walk12c C12); None where nothing is published
