@@ -444,7 +444,9 @@ def doctor(
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
                                  "as errors. Asked from here with this machine's variables (inside a node), through --node, "
-                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3)"),
+                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3; "
+                                 "a KIND:NAME container or pod another folder's `up` made: exit 3, naming that "
+                                 "folder)"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "

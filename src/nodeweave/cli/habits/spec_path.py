@@ -130,8 +130,9 @@ DESTRUCTIVE = {"down": (None, "take down"), "stop": (None, "stop the run of"), "
 
 
 def _destructive_verb() -> str:
-    """The verb being run, as typed (``sync --delete``), and what it would do, where it is one of :data:`DESTRUCTIVE`; else "". Read from
-    the call's arguments (the verb first: ``verb_options_first`` put it there), the one record of what was typed."""
+    """The verb being run, as typed (``sync --delete``), and what it would do, where it is one of
+    :data:`DESTRUCTIVE`; else "". Read from the call's arguments (the verb first: ``verb_options_first`` put it
+    there), the one record of what was typed."""
     from nodeweave.cli.habits.invocation import invoked_argv
 
     argv = invoked_argv()
