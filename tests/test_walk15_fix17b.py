@@ -43,7 +43,8 @@ esac
 # every way of naming a node directly (no cluster of this folder between): sync's and doctor --cluster's
 DIRECT = [["sync", "--node", "podman:team-0", "--dry-run"], ["sync", ".", "/workspace", "--node", "podman:team-0"],
           ["sync", "--compose-project", "team-0123abcd", "--dry-run"],
-          ["doctor", "--cluster", "--node", "podman:team-0", "--dry-run"]]
+          ["doctor", "--cluster", "--node", "podman:team-0", "--dry-run"],
+          ["sync", "--node", "ssh+podman:gpu01/team-0", "--dry-run"]]
 
 
 @pytest.mark.parametrize("argv", DIRECT, ids=lambda a: "-".join(w.strip("-") for w in a[:3]))
@@ -57,6 +58,8 @@ def test_a20_a_node_named_directly_is_judged_by_its_folder_mark(capsys, team, mo
     alice = _alice(team)
     labels = JobMark.of(alice, "team").labels()
     _engine_answering_marks(team, monkeypatch, {"team-0": labels})
+    (team / "fakebin" / "ssh").write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; exec sh -c "$*"\n')
+    (team / "fakebin" / "ssh").chmod(0o755)  # the host is this machine: its podman answers over "ssh"
     if "--compose-project" in argv:  # the project's containers, as the engine lists them
         from nodeweave.remote import discover, make_target
 

@@ -172,8 +172,8 @@ def refuse_foreign_reached(targets, spec_path: Optional[Path]) -> None:
     shell and stop refused the same address): a container or pod another folder's ``up`` marked is that job, and
     on this machine its /workspace is the other folder itself. Refused, exit 3, as :func:`foreign_owner` says it;
     with no spec here, any folder's mark is another folder's. An object with no mark (a container of your own) is
-    reached as before; ssh hosts are reached as before (a bare host's mark lies in a remote folder no address
-    names)."""
+    reached as before, and so is an ssh host (a bare host's mark lies in a remote folder no address names); a
+    container on a host (``ssh+docker:HOST/NAME``) is judged by its labels, asked of that host's engine over ssh."""
     found = reached_marks(targets)
     if not any(found.values()):
         return
@@ -204,47 +204,62 @@ def _mark_here(spec_path: Optional[Path]) -> Optional[JobMark]:
 
 
 def reached_marks(targets) -> "dict[str, Optional[FoundMark]]":
-    """{address: its mark} for each container of this machine's engine and each pod among ``targets``, one
-    inspect per engine and one get per namespace; what does not answer or is another kind is left out."""
-    import json
-    import subprocess
+    """{address: its mark} for each container (of this machine's engine, or of a host's over ssh) and each pod among
+    ``targets``, one inspect per engine and one get per namespace; what does not answer or is another kind is left
+    out."""
+    from concurrent.futures import ThreadPoolExecutor
 
     groups: "dict[tuple, list]" = {}
     for target in targets:
         if getattr(target, "engine", False):
             groups.setdefault(("engine", target.tool), []).append(target)
+        elif hasattr(target, "container_name"):  # ssh+docker:HOST/NAME: that host's engine is asked over ssh
+            groups.setdefault(("host", target.engine_cli, target.ssh_host, target.options), []).append(target)
         elif getattr(target, "namespaced", False):
             groups.setdefault(("pod", target.kind, target.namespace, target.options.kube_context), []).append(target)
     found: "dict[str, Optional[FoundMark]]" = {}
-    for key, members in groups.items():
-        by_name = {t.name: t for t in members}
-        if key[0] == "engine":
-            argv = [key[1], "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
-                    *by_name]
-        else:
-            argv = [*members[0].cli_argv("get", members[0].options, members[0].namespace), "pods", *by_name,
-                    "--ignore-not-found", "-o", "json"]
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if key[0] == "engine":  # one line per container found (docker writes its name with a leading /)
-            for line in out.stdout.splitlines():
-                try:
-                    name_text, labels_text = line.split(" ", 1)
-                    name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
-                except ValueError:
-                    continue
-                if name in by_name:
-                    found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
-            continue
-        try:
-            answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
-        except ValueError:
-            continue
-        items = answer.get("items", [answer]) if isinstance(answer, dict) else []
-        for item in items:
-            meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
-            if meta.get("name") in by_name:
-                found[by_name[meta["name"]].label] = mark_of(meta.get("annotations") or {}, kube=True)
+    if groups:  # every engine and namespace asked at once: one ssh round per host, not one after another
+        with ThreadPoolExecutor(max_workers=min(16, len(groups))) as pool:
+            for marks in pool.map(lambda group: _marks_of(*group), groups.items()):
+                found.update(marks)
+    return found
+
+
+def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
+    """:func:`reached_marks` for one engine (this machine's, or a host's) or one namespace's pods."""
+    import json
+    import subprocess
+
+    found: "dict[str, Optional[FoundMark]]" = {}
+    by_name = {getattr(t, "container_name", t.name): t for t in members}
+    if key[0] in ("engine", "host"):
+        inspect = [key[1], "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
+                   *by_name]
+        argv = members[0].on_host(inspect) if key[0] == "host" else inspect
+    else:
+        argv = [*members[0].cli_argv("get", members[0].options, members[0].namespace), "pods", *by_name,
+                "--ignore-not-found", "-o", "json"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return found
+    if key[0] in ("engine", "host"):  # one line per container found (docker writes its name with a leading /)
+        for line in out.stdout.splitlines():
+            try:
+                name_text, labels_text = line.split(" ", 1)
+                name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
+            except ValueError:
+                continue
+            if name in by_name:
+                found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
+        return found
+    try:
+        answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
+    except ValueError:
+        return found
+    items = answer.get("items", [answer]) if isinstance(answer, dict) else []
+    for item in items:
+        meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
+        if meta.get("name") in by_name:
+            found[by_name[meta["name"]].label] = mark_of(meta.get("annotations") or {}, kube=True)
     return found
