@@ -253,6 +253,12 @@ def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
             if name in by_name:
                 found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
         return found
+    if out.returncode != 0:  # no API at all: said once, exit 3, as the verb would say it after its own try
+        from nodeweave.failures import api_cut_off
+
+        cut_off = api_cut_off([(t.label, out.stderr) for t in members], "nothing done on")
+        if cut_off is not None:
+            raise cut_off
     try:
         answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
     except ValueError:
