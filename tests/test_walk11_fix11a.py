@@ -8,7 +8,7 @@ import json
 import pytest
 
 import cli_run
-from cli_run import in_process as run_cli
+from cli_run import in_process as run_cli, one_line
 from team_folder import make_job_folder
 
 
@@ -367,10 +367,9 @@ def test_render_into_a_sibling_projects_fresh_clone_is_refused_by_its_spec(capsy
     before = (sib / "compose" / "node.yaml").read_text()
     monkeypatch.chdir(own)
     code, out, err = run_cli(capsys, "render", "all", "--out", str(sib))
-    if theirs == "proj":  # the same job's folder: its files are this job's to re-render
-        assert code == 0, err
-        return
-    assert code == EXIT_USAGE and f"holds job {theirs}'s render" in err and "its nodeweave.yaml" in err, err
+    # the same job's name too: a folder with a spec of its own is another project (walk15 A7, fix17b)
+    assert code == EXIT_USAGE and "is another project's folder (it holds its own spec, nodeweave.yaml, name: " \
+        f"{theirs})" in one_line(err), err
     assert (sib / "compose" / "node.yaml").read_text() == before
 
 

@@ -209,6 +209,16 @@ def cluster_spec() -> Path:
     return find_spec(Path(os.environ[SPEC_ENV]) if named else None)
 
 
+def _spec_here() -> "Path | None":
+    """The spec whose folder a node named directly is judged against; None where there is none."""
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        return cluster_spec()
+    except NodeweaveError:
+        return None
+
+
 def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
     """--node (and the old --on, with its note) for the mode that reads it: --cluster or --spec."""
     if on:
@@ -240,6 +250,10 @@ def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOpti
     if addresses:  # the cluster's own reach is judged by open_cluster, a flag idle for its target first (walk5 W18)
         options = RemoteOptions(ssh_options=tuple(reach.ssh_options), kube_context=reach.kube_context)
     found = [parse_target(text, options=options) for text in addresses]
+    if found:  # a node named directly is judged as the job's own nodes are (walk15 A20)
+        from nodeweave.cluster.identity import refuse_foreign_reached
+
+        refuse_foreign_reached(found, _spec_here())
     absent = _unreachable_addresses(found) if dry_run else []
     if picks or every:
         from nodeweave.cli.habits.clusteropts import open_cluster
@@ -430,7 +444,9 @@ def doctor(
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
                                  "as errors. Asked from here with this machine's variables (inside a node), through --node, "
-                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3)"),
+                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3; "
+                                 "a KIND:NAME container or pod another folder's `up` made: exit 3, naming that "
+                                 "folder)"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "

@@ -24,7 +24,9 @@ exec channel where peers cannot connect; rsync where it pays or python3 is missi
 every target's content digest and git commit are checked against the source. Nodes synced
 before keep a resident agent: the next sync execs into the first target only. Exit 0: every
 target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
-or the cluster is not up (a dry run notes it and exits 0, as every verb's). --json prints JSON on stdout; everything else goes to stderr.
+or the cluster is not up (a dry run notes it and exits 0, as every verb's), or a node named directly
+is a container or pod another folder's `nodeweave up` made (its mark says which; docs/cluster.md).
+--json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
 what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
 """.replace("{default_target}", DEFAULT_TARGET_TEXT)

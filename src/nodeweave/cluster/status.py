@@ -104,15 +104,16 @@ def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
     return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
 
 
-def problems(rows: List[dict], spec=None, made: Optional[int] = None, changed: Optional[str] = None) -> List[str]:
+def problems(rows: List[dict], spec=None, made: Optional[int] = None) -> List[str]:
     """What makes ``status`` exit 1, with what to do next (walk12c C14: `down: node-1` named nothing, where every
     other verb says what starts the nodes): nodes down, a node whose plan fails (it cannot start), plans that
-    disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows."""
+    disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows. A spec changed since ``up``
+    (``made``: the node count up made) is no problem of the nodes: status notes it, as run and exec do (walk15 A18),
+    and the nodes past the made ones, never made, are not "down" with a last output to read (walk14 A14)."""
     from nodeweave.cluster.base import start_hint
     from nodeweave.entrypoint.nodelists import noted_ranges
 
-    found = [changed] if changed else []  # the spec's node count is not the one up made (walk14 A14): said first,
-    # and the nodes past the made ones, never made, are not "down" with a last output to read
+    found: List[str] = []
     down = [r for r in rows if not r["up"] and (made is None or _index(r["node"]) < made)]
     if down:
         named = noted_ranges((r["node"], r["platform"] or tool_message(r["error"] or "", 80)) for r in down)

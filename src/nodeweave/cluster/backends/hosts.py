@@ -329,14 +329,14 @@ class HostsCluster(Backend):
                      stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}", stdin_from=printed(text))
                 for host in self.hosts]
 
-    def plan_down(self, delete_claims: bool, renamed=()):
+    def plan_down(self, delete_claims: bool, renamed=(), idle=None):
         """Bare hosts have nothing to take down but the runs: they are stopped and the mark taken back."""
         from dataclasses import replace
 
         from nodeweave.cluster.verbs import stop_plan
 
         if self.engine != "none" or renamed:
-            return super().plan_down(delete_claims, renamed)
+            return super().plan_down(delete_claims, renamed, idle)
         stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
         (stop,) = stopped.phases
         return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(self._release_steps())),))

@@ -336,6 +336,13 @@ class LocalCluster(Backend):
         services = made.get("services") if isinstance(made, dict) else None
         return len(services) if isinstance(services, dict) and services else None
 
+    def made_stale(self) -> Optional[bool]:
+        try:
+            made = bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file")
+        except (OSError, ValueError, bounded.TooLarge):
+            return None
+        return made != self.up_compose
+
     def metrics_url(self) -> Optional[str]:
         """``<engine> port <job>-0 <metrics.port>``: the host port the engine picked for node 0's ``/metrics``
         (compose's ``127.0.0.1::PORT``: one fixed port would stop a second job of this machine from starting)."""
