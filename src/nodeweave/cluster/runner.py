@@ -388,4 +388,4 @@ def failure_line(tail) -> str:
     that says something (never a banner rule)."""
     from nodeweave.entrypoint.running.symptoms import told
 
-    return told("\n".join(tail)) or "no output"
+    return told("\n".join(tail)) or "its output holds no line that says anything"
