@@ -22,7 +22,7 @@ from nodeweave.usertext import styled
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.console import Console
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.cluster.options import ClusterOptions
 
@@ -39,7 +39,7 @@ def _size(nbytes: "int | None") -> str:
 
 
 def _hardware(node) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title=f"node {node.hostname or '?'} (sysroot {node.sysroot})", show_header=False)
     table.add_column("what", style="bold")
@@ -67,7 +67,7 @@ def _hardware(node) -> Table:
 
 def _topology(topology, role=None) -> Table:
     """Who this node is, and the rank source (platform) that said so; with recovery, its role (a spare...)."""
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="this node in the job", show_header=False)
     table.add_column("what", style="bold")
@@ -83,7 +83,7 @@ def _topology(topology, role=None) -> Table:
 
 
 def _plan_env(plan) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
     for name in ("variable", "value", "action", "why"):
@@ -95,7 +95,7 @@ def _plan_env(plan) -> Table:
 
 
 def _findings(findings) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="findings")
     for name in ("severity", "code", "finding", "what to do"):
@@ -106,7 +106,7 @@ def _findings(findings) -> Table:
 
 
 def _cluster_table(view) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     labels, rows = view.table()
     table = Table(title=f"fingerprints from {view.source} (differences from node 0 highlighted)")

@@ -154,9 +154,11 @@ def ask_status(node: Node, command: List[str], timeout: float = 60) -> NodeAnswe
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         return NodeAnswer(node, None, str(err))
-    if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        return NodeAnswer(node, None, lines[-1][:300] if lines else f"exit {out.returncode}")
+    if out.returncode != 0:  # its last line that says something, never a rule (walk15a A12)
+        from nodeweave.entrypoint.running.symptoms import last_said
+
+        said = last_said(out.stderr or out.stdout)
+        return NodeAnswer(node, None, said[:300] if said else f"exit {out.returncode}")
     try:
         return NodeAnswer(node, json.loads(out.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):

@@ -13,7 +13,7 @@ import urllib.request
 from typing import Optional, Tuple
 
 from rich.console import Group
-from rich.table import Table
+from nodeweave.tables import Table
 from rich.text import Text
 
 from nodeweave.cluster.base import Node

@@ -14,7 +14,7 @@ import threading
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from nodeweave.tables import Table
 
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError

@@ -68,6 +68,10 @@ def secondary(text):
 
 # A Python exception's last traceback line as a rank prints it (torchrun may prefix ``[rank0]:`` or ``[default0]:``).
 EXCEPTION_LINE = re.compile(r"^(?:\[[\w.-]+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::.*)?)$")
+# A script's refusal of its own arguments: argparse's ``train.py: error: argument --lr: invalid float value: 'abc'``
+# (after its usage line), click's ``Error: Invalid value for '--lr'``; exit 2, no traceback (walk15a A12: neither
+# was ever named, so a node's error line was torchrun's banner rule). Not nodeweave's own programs' lines.
+USAGE_LINE = re.compile(r"^(?:\[[\w.-]+\]:\s*)?((?!nodeweave)[\w./-]+: error: .+|Error: .+)$")
 # Not the script's own: the launcher's summary of its children, and what a rank raises when a peer or the
 # collective failed (every rank raises it, naming its own rank: a node's fault, or a stall's).
 NOT_THE_SCRIPTS = re.compile(r"ChildFailedError|SignalException|DistBackendError|DistNetworkError|Watchdog|"
@@ -91,11 +95,23 @@ def script_error(text):
         return None
     lines = text.splitlines()
     for i in range(len(lines) - 1, -1, -1):
-        match = EXCEPTION_LINE.match(lines[i].strip())
-        if not match or NOT_THE_SCRIPTS.search(lines[i]) or PEER_GONE.search(lines[i]):
+        line = _scripts_own(lines[i].strip())
+        if line is None:
             continue
-        return {"line": match.group(1)[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
+        return {"line": line[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
     return None
+
+
+def _scripts_own(line):
+    """The error ``line`` (stripped) states as the script's own, its rank prefix dropped, or None: an exception it
+    raised (not a peer gone, not a collective's timeout) or its refusal of its arguments (:data:`USAGE_LINE`)."""
+    usage = USAGE_LINE.match(line)
+    if usage:  # its own words on its own flags (`--timeout`, `--nccl-debug`): never a launcher's or a peer's
+        return usage.group(1)
+    match = EXCEPTION_LINE.match(line)
+    if not match or NOT_THE_SCRIPTS.search(line) or PEER_GONE.search(line):
+        return None
+    return match.group(1)
 
 
 # The launcher's own report of its children, never a worker's cause: torchrun's ``ChildFailedError`` (and its
@@ -111,15 +127,15 @@ def cause(text):
     before the tail's torchrun frames (walk9 A3, left10): the node's own failure line, a peer's relayed failure,
     ``nodeweave run``'s summary, ``runs show``, ``up``'s readiness failure, ``bench`` and ``doctor``'s bench.
 
-    In order: the exception the script raised (:func:`script_error`'s rules: not a peer gone, not a collective's
-    timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
+    In order: the exception the script raised or its refusal of its arguments (:func:`script_error`'s rules: not
+    a peer gone, not a collective's timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
     exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`)."""
     if not text:
         return None
     lines = [line.strip() for line in text.splitlines()]
     candidates = [(i, line) for i, line in enumerate(lines)
-                  if EXCEPTION_LINE.match(line) and not LAUNCHERS_OWN.search(line)]
-    own = [line for _, line in candidates if not NOT_THE_SCRIPTS.search(line) and not PEER_GONE.search(line)]
+                  if (EXCEPTION_LINE.match(line) or USAGE_LINE.match(line)) and not LAUNCHERS_OWN.search(line)]
+    own = [line for _, line in candidates if _scripts_own(line) is not None]
     if own and not OWN_SIGNAL.search(text):
         return own[-1][:300]
     signalled = OWN_SIGNAL.search(text) and [m for m in OWN_SIGNAL_NAMED.finditer(text)
@@ -140,3 +156,32 @@ def named_first(how, text):
     first words of every failure nodeweave relays."""
     found = cause(text)
     return f"{how}: {found}" if found else how
+
+
+# Lines that say nothing of their own: rules and frames of only punctuation (torchrun's ``=====`` banner), and a
+# peer's output quoted under a node's own line (``nodeweave-entrypoint:   | ...``, headed ``... last output:``).
+QUOTED = re.compile(r"^nodeweave-entrypoint:\s+\|")
+QUOTE_HEAD = re.compile(r"last output:$")
+WORDLESS = re.compile(r"^[^A-Za-z0-9]*$")
+
+
+def last_said(text):
+    """The last line of ``text`` that says something (stripped), or None: never a banner rule (walk15a A12: a
+    failed node's "last line" was torchrun's ``=====``) nor another node's output quoted in this one's. The one
+    pick of a node's "last line" wherever one is shown: ``nodeweave run``'s error, ``runs show``, ``exec``,
+    ``status``."""
+    for line in reversed((text or "").splitlines()):
+        bare = line.strip()
+        if bare and not WORDLESS.match(bare) and not QUOTED.match(bare) and not QUOTE_HEAD.search(bare):
+            return bare
+    return None
+
+
+def told(text):
+    """What one line names of a node's output: ``the cause: `` the worker's own error line (:func:`cause`), else
+    ``last line: `` the last line that says something (:func:`last_said`); None for no output."""
+    found = cause(text)
+    if found:
+        return "the cause: " + found
+    last = last_said(text)
+    return "last line: " + last if last else None
