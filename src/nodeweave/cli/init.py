@@ -399,12 +399,15 @@ def not_a_requirements_file(path: Path) -> str:
 
 
 def left_out_note(err: UsageError) -> str:
-    """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
-    the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
-    why = next((e.problem for e in _field_errors(err) if e.field == "image.requirements"), str(err))
-    fix = "" if "is not pinned" in why else "; change that line"  # the pinned form that fits is in why (pin_form)
+    """Why the folder's requirements file is not in the spec init wrote (every line it cannot take, walk15 A25:
+    one a round read "and run init again" for each), and what brings it in: the team's dependencies would
+    otherwise drop out of the image without a word (walk3 F33)."""
+    whys = [e.problem for e in _field_errors(err) if e.field == "image.requirements"] or [str(err)]
+    # the pinned form that fits a pinned line is in its why (pin_form)
+    fix = "" if all("is not pinned" in why for why in whys) else "; change " + ("those lines" if len(whys) > 1
+                                                                              else "that line")
     return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only when every line is pinned "
-            f"and one the image can take): {why}{fix}, and run init again")
+            f"and one the image can take): {'; '.join(whys)}{fix}, and run init again")
 
 
 def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str], sysroot_given: bool) -> None:
