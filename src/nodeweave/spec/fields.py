@@ -118,11 +118,13 @@ def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, uniq
     return tuple(values)
 
 
-def each(r: Reader, node: Optional[Node], path: str, accepted: str, read: Callable[[str, Node], T]) -> tuple:
+def each(r: Reader, node: Optional[Node], path: str, accepted: str, read: Callable[[str, Node], T],
+         words: bool = False) -> tuple:
     """``read(item_path, item)`` for every item of a list, each on its own: an item refused is left out and the
-    items after it are still read, so one run names every item's mistakes (walk15 A23)."""
+    items after it are still read, so one run names every item's mistakes (walk15 A23). ``words``: as
+    :meth:`Reader.sequence` takes it."""
     read_items = ((item_path, r.field(lambda: read(item_path, item), FAILED))
-                  for item_path, item in r.field(lambda: list(r.sequence(node, path, accepted)), []))
+                  for item_path, item in r.field(lambda: list(r.sequence(node, path, accepted, words)), []))
     return tuple(value for _, value in read_items if value is not FAILED)
 
 

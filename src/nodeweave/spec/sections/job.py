@@ -12,8 +12,8 @@ from nodeweave.entrypoint.hostport import host_key
 from nodeweave.entrypoint.planning import launcher_options, launcher_table
 from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, instead, reserved_reason, value_problem
 from nodeweave.spec import rules
-from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
-                                   string_map)
+from nodeweave.spec.fields import (boolean, choice, each, host_path, integer, optional, optional_container_path,
+                                   rule_list, string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
 from nodeweave.entrypoint.planning.contract import NODES_MAX, NPROC_MAX
@@ -76,8 +76,8 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     script_node = r.field(lambda: f.require("script", "the training script, relative to workspace.path (for type "
                                             "command: argv[0])"), None)
     script = None if script_node is None else r.field(lambda: _script(r, script_node), None)  # each field on its own: every mistake in one run
-    items = r.field(lambda: list(r.sequence(f.get("args"), "launcher.args", "strings", words=True)), [])
-    args = tuple(r.field(lambda: r.string(item, path, "a string (any scalar but null)"), "") for path, item in items)
+    args = each(r, f.get("args"), "launcher.args", "strings", lambda path, item: r.string(
+        item, path, "a string (any scalar but null)"), words=True)
     kind = choice(r, f, "type", LAUNCHERS, "torchrun")
     master_port = integer(r, f, "master_port", 29500, 1, 65535)
     exchange_port = integer(r, f, "exchange_port", None, 1, 65535)
@@ -107,7 +107,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
                                  unique=True),
         mode=choice(r, f, "mode", MODES, "run"),
-        setup=r.field(lambda: _setup(r, f.get("setup")), ()),
+        setup=_setup(r, f.get("setup")),
         stall_warn=stall_warn,
         stall_timeout=stall_timeout,
     )
@@ -132,19 +132,20 @@ def _script(r: Reader, node: Node) -> str:
 
 
 def _setup(r: Reader, node: Optional[Node]) -> tuple:
-    """Shell lines for the node's environment (conda, module load, a site script): one command each."""
+    """Shell lines for the node's environment (conda, module load, a site script): one command each, each line
+    judged on its own."""
     from nodeweave.entrypoint.planning.contract import setup_line_alone
 
-    lines = []
-    for path, item in r.sequence(node, "launcher.setup", "shell lines"):
+    def line_of(path: str, item: Node) -> str:
         line = r.string(item, path, "one shell command line, e.g. 'source ~/miniconda3/etc/profile.d/conda.sh'")
         if not rules.single_line(line):
             raise r.bad_value(item, path, "one non-empty shell command line (a list item per line)")
         if setup_line_alone(line):  # every node refuses it (the entrypoint's own test)
             raise r.fail(item, path, f"{line.strip()!r} alone does nothing, and every node refuses it",
                          "the whole command as one item, e.g. 'source /opt/venv/bin/activate' or 'module load cuda'")
-        lines.append(line)
-    return tuple(lines)
+        return line
+
+    return each(r, node, "launcher.setup", "shell lines", line_of)
 
 
 
