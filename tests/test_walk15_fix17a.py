@@ -86,10 +86,7 @@ def test_a_number_where_a_name_or_a_path_goes_is_refused_as_a_quoted_number_is(e
     quoted-number rule (`nodes: "2"`), one rule for every field of a name or a path, with the quotes to write."""
     (error,) = refused("name: job\n" + extra)
     assert error.field == field and error.problem.startswith("got the number "), error
-
-
-def test_a_number_stays_a_value_where_numbers_are_values():
-    """The rule is the field's: a tag, a quantity, a Slurm time, a label value and an env value take numbers."""
+    # the rule is the field's: a tag, a quantity, a Slurm time, a label value and an env value take numbers
     spec = parse_spec("name: job\nimage: {variant: cpu, tag: 2024}\nlauncher: {script: t.py}\nenv: {A: 1}\n"
                       "resources: {requests: {cpu: 8}}\nslurm: {time: 60}\n"
                       "kubernetes: {node_selector: {gpus: 8}}\n", "s.yaml")
