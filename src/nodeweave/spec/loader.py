@@ -314,8 +314,10 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
 
 
 def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
-    """Every part of the file read on its own, so one run names every independent mistake (one line each); a check
-    across parts runs only when the parts it weighs were read (the first refusal of a part stops that part)."""
+    """Every part of the file read on its own, so one run names every independent mistake (one line each): within a
+    part each field, list item, mapping entry and requirements line too (``Reader.field``: walk15 A1, A23, A25); a
+    check across parts runs only when the parts it weighs were read, and a part is read for its own mistakes
+    whatever another's refusal (volumes beside a refused resources)."""
     top = r.fields(root, "", TOP_KEYS, extensions=True)
     name = r.attempt(lambda: rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME))
     launcher = r.attempt(job.launcher, r, top)
