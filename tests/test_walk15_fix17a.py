@@ -81,7 +81,8 @@ def test_every_independent_mistake_of_a_spec_is_named_in_one_run(tmp_path, capsy
     ("image: {variant: cpu}\nlauncher: {script: t.py}\nrecovery: {checkpoint_dir: 1.5}\n",
      "recovery.checkpoint_dir"),
 ])
-def test_a_number_where_a_name_or_a_path_goes_is_refused_as_a_quoted_number_is(extra, field):
+def test_a_number_where_a_name_or_a_path_goes_is_refused_as_a_quoted_number_is(extra, field, tmp_path, capsys,
+                                                                              monkeypatch):
     """A2: `registry: 5` and `host_path: 7` passed, `script: 3` was later called a program: the mirror of the
     quoted-number rule (`nodes: "2"`), one rule for every field of a name or a path, with the quotes to write."""
     (error,) = refused("name: job\n" + extra)
@@ -91,6 +92,11 @@ def test_a_number_where_a_name_or_a_path_goes_is_refused_as_a_quoted_number_is(e
                       "resources: {requests: {cpu: 8}}\nslurm: {time: 60}\n"
                       "kubernetes: {node_selector: {gpus: 8}}\n", "s.yaml")
     assert spec.image.tag == "2024" and spec.env["A"] == "1" and spec.slurm.time == "60"
+    if field == "launcher.script":  # init writes a script named 3 as the string it is
+        (tmp_path / "3").write_text("print(1)\n")
+        monkeypatch.chdir(tmp_path)
+        code, out, err = run_cli(capsys, "init", "--dry-run", "--script", "3")
+        assert code == 0 and "script: '3'" in out, err
 
 
 # -- A33: a free-form mapping's refusal glued its key's rule to "mapped to strings" -----------------------------

@@ -548,7 +548,7 @@ def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
         nodes=nodes, gpus=_gpus(seen, launcher)[0], gpu_note=_gpus(seen, launcher)[1],
         launcher=launcher, network=network, **_launcher_lines(launcher, script),
-        requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
+        requirements=(f"  requirements: {_scalar(requirements)}  # installed into the image (every line pinned)\n"
                       if requirements else "")) + hosts
 
 
@@ -559,16 +559,25 @@ def _launcher_lines(launcher: str, script: str) -> dict:
     import json
 
     if script.startswith("/"):  # walk14a A11: an absolute path is none of this folder's, whatever the launcher
-        return {"script": script, "script_note": "an absolute path: the image's (this folder is at workspace.path)",
+        return {"script": _scalar(script), "script_note": "an absolute path: the image's (this folder is at "
+                "workspace.path)",
                 "args": "[]"}
     if launcher != "command" or "/" in script:
-        return {"script": script, "script_note": "relative to workspace.path (this folder, mounted there)",
+        return {"script": _scalar(script), "script_note": "relative to workspace.path (this folder, mounted there)",
                 "args": "[]"}
     if script.endswith(".py"):
         return {"script": "python", "script_note": "launcher command: the program, found through PATH",
                 "args": f"[{json.dumps(script)}]  # relative to workspace.path (this folder, mounted there)"}
-    return {"script": f"./{script}", "script_note": "launcher command: an executable of the workspace (#! line)",
+    return {"script": _scalar(f"./{script}"), "script_note": "launcher command: an executable of the workspace (#! line)",
             "args": "[]"}
+
+
+def _scalar(text: str) -> str:
+    """``text`` as a YAML scalar that reads back as this very string: a file named ``3`` or ``true`` is written
+    quoted (walk15 A2: the spec's rule refuses a plain number where a path goes, and init wrote it plain)."""
+    import yaml
+
+    return yaml.safe_dump(text, width=1 << 30, allow_unicode=True).split("\n", 1)[0]
 
 
 def _label(text: str) -> str:
