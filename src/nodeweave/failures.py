@@ -403,7 +403,7 @@ def _raised_by_exec(err: BaseException) -> bool:
 # that looks like an image reference (a ':', '/' or '@' no target name has): the refusal names what names an image
 # on that command, the first of these it has.
 IMAGE_MEANT: "tuple[tuple[str, str], ...]" = (
-    ("--tag", "the image's tag is --tag {tag} (its name is the spec's image.name and image.registry)"),
+    ("--tag", "the image's tag is --tag {tag} (its name is the spec's image.registry and name)"),
     ("--image", "the image the nodes run is --image {value}"),
 )
 
@@ -419,5 +419,5 @@ def target_meant(value) -> str:
     for ours, said in IMAGE_MEANT:
         if verb_takes(ours):
             return (f"; -t is --target here (docker build -t names the image), and {said.format(tag=tag, value=text)}")
-    return ("; -t is --target here (docker build -t names the image); the image is the spec's image.name, "
-            "image.registry and image.tag")
+    return ("; -t is --target here (docker build -t names the image); the image is the spec's image.registry, "
+            "name and image.tag")

@@ -257,7 +257,7 @@ def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kin
         if other:
             notes.append(f"{tag} now holds the image built from {other} (its spec is also named {spec.name}): this "
                          f"build replaces it there too, and that folder's next `up` runs this folder's image; give "
-                         "one of the specs another name (or image.name), or --tag")
+                         "one of the specs another name (or image.registry or image.tag), or --tag")
     return notes
 
 

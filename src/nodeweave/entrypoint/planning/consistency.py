@@ -308,9 +308,18 @@ def no_script(launcher, command, script=None, verb="nodeweave run"):
     import shlex
 
     given = " ".join(shlex.quote(word) for word in command)
+    if command[0].endswith(SCRIPT_SUFFIXES):  # a file named -x.py (walk15 A6): its path, written so no launcher
+        fixed = " ".join(shlex.quote(word) for word in ["./" + command[0], *command[1:]])  # reads it as an option
+        return (f"the command {given!r} starts with {command[0]!r}, which {launcher} would read as its own option "
+                f"and exit 2 on every node; a script whose name starts with '-' is given as its path: {verb} -- "
+                f"{fixed}")
     return (f"the command {given!r} starts with {command[0]!r}, an option {launcher} does not take, and names no "
             f"script: {launcher} would read it as its own option and exit 2 on every node; the command after `--` "
             f"is the script, then its arguments: {verb} -- {shlex.quote(script) if script else 'SCRIPT'} {given}")
+
+
+# The names of a script file, never of an option: a first word ending so that starts with '-' is a file named so.
+SCRIPT_SUFFIXES = (".py", ".sh")
 
 
 def own_option(launcher, command, verb="nodeweave run"):
