@@ -282,7 +282,7 @@ def test_b4_the_heartbeat_line_lists_every_final_exit(tmp_path):
     line = next(line for line in run.stdout.splitlines() if line.strip().startswith("heartbeat"))
     for code in RECOVERY_FINAL:
         assert f"exit {code} " in line, (code, line)
-    assert "exit 10 at once when the script raises the same error on every node" in line
+    assert "exit 10 at once when the script raises the same error or exits with the same error line on every node" in line
 
 
 # -- B13: one count of a rank's collectives: top, /status.json, Prometheus and the rate agree -----------------------

@@ -1,0 +1,56 @@
+"""walk15b's recovery rows (fix17e): a script that fails alike without a traceback, a node silent past its
+verdict, a node stop in run mode, a frozen DDP rank's stall in goodput. One test per class."""
+
+from nodeweave.entrypoint.news import Cause, Evidence, NodeId
+from nodeweave.entrypoint.recovery import decide
+from nodeweave.entrypoint.recovery.book import Book
+
+TORCHRUN_TAIL = """E1201 08:57:20.212000 7904 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: {code}) local_rank: 0 (pid: 7957) of binary: /usr/bin/python3
+Traceback (most recent call last):
+  File "/usr/local/bin/torchrun", line 6, in <module>
+    sys.exit(main())
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+resilient_train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  rank      : {rank} (local_rank: 0)
+  exitcode  : {code} (pid: 7957)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================"""
+ARGPARSE = ("usage: resilient_train.py [-h] [--steps STEPS]\n"
+            "resilient_train.py: error: argument --ckpt-every: '0': must be above 0\n")
+
+
+def test_a_clean_exit_with_the_same_error_line_on_every_node_is_the_jobs_own_error():
+    """walk15b B15: argparse's exit 2 alike on every node (no traceback) was a node fault: nodes left out, the
+    spare and the restarts spent. Every clean exit that says its error is the job's own when alike: the script's
+    arguments, its file missing, the launcher's own arguments (its start failing alike)."""
+    from nodeweave.entrypoint.running.symptoms import cause, script_error
+
+    node = {rank: ARGPARSE + TORCHRUN_TAIL.format(rank=rank, code=2) for rank in (0, 1)}
+    found = script_error(node[1])
+    assert found["line"] == "resilient_train.py: error: argument --ckpt-every: '0': must be above 0"
+    assert found["exit"] == 2 and found["lines"][0].startswith("usage:")
+    assert cause(node[1]) == found["line"]  # the node's own failure line names it too, not `torchrun exited 1`
+    missing = "/usr/bin/python3: can't open file '/job/train.py': [Errno 2] No such file or directory\n"
+    assert script_error(missing + TORCHRUN_TAIL.format(rank=0, code=2))["line"] == missing.strip()
+    launcher = "usage: torchrun [-h] [--nnodes NNODES]\ntorchrun: error: unrecognized arguments: --bogus\n"
+    assert script_error(launcher)["line"] == "torchrun: error: unrecognized arguments: --bogus"
+    assert script_error("step 3\n" + TORCHRUN_TAIL.format(rank=0, code=3))["line"] == "exit 3 with no error printed"
+    # never a clean exit: a rank killed by a signal, a peer gone, a collective's error
+    assert script_error(ARGPARSE + TORCHRUN_TAIL.format(rank=0, code=-9)) is None
+    assert script_error(ARGPARSE + "RuntimeError: Connection reset by peer\n" + TORCHRUN_TAIL.format(rank=0, code=1)) is None
+    assert script_error("torch.distributed.DistBackendError: NCCL error\n" + TORCHRUN_TAIL.format(rank=0, code=1)) is None
+
+    def reported(rank, at):
+        return Evidence(cause=Cause.CRASH, label=f"node {rank} (h)", how="torchrun exited 1", at=at,
+                        node=NodeId(rank), own=True, error=script_error(node[rank]))
+
+    fault = decide.judged([reported(1, 1.0), reported(0, 1.1)], Book(members=(0, 1)), 9.0)
+    assert (fault.node, fault.cause, fault.error["nodes"]) == (None, Cause.SCRIPT, [0, 1])
+    assert fault.why.startswith("the script exited with resilient_train.py: error: argument --ckpt-every")
+    book = decide.job_error(Book(members=(0, 1)), fault.error["nodes"], fault.error)
+    assert book.code == 10 and "--ckpt-every" in book.ended
