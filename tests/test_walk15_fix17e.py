@@ -54,3 +54,41 @@ def test_a_clean_exit_with_the_same_error_line_on_every_node_is_the_jobs_own_err
     assert fault.why.startswith("the script exited with resilient_train.py: error: argument --ckpt-every")
     book = decide.job_error(Book(members=(0, 1)), fault.error["nodes"], fault.error)
     assert book.code == 10 and "--ckpt-every" in book.ended
+
+
+class _Channel:
+    """A check-in's channel to node 0 as a node holds it: what it sent, and its last wake before the verdict."""
+
+    peer = "127.0.0.1:29401"
+
+    def __init__(self, awake):
+        self.awake, self.sent, self.finished = awake, [], False
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def finish(self, _timeout):
+        self.finished = True
+
+
+def test_a_node_silent_past_its_verdict_does_not_launch_and_says_it_was_itself_silent(tmp_path):
+    """walk15b B13: a node SIGSTOPped while node 0's verdict came, woken after node 0 had declared it lost and ended
+    the job, started torchrun for the old verdict and blamed node 0. Every launch (a generation's, a plain run's)
+    asks the watch first; the watch counts this node's silence from its last wake before the verdict."""
+    from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
+    from nodeweave.entrypoint.running.supervise import run_supervised
+
+    now = [1000.0]
+    for recovery in (True, False):
+        lines, channel = [], _Channel(awake=now[0] - 40)
+        watch = LinkWatch(channel, lines.append, clock=lambda: now[0], recovery=recovery, hub_wait_s=60)
+        assert 39 < watch.silent_since_verdict() < 41
+        marker = tmp_path / f"launched-{recovery}"
+        code = run_supervised("/bin/sh", ["/bin/sh", "-c", f"touch {marker}"], dict(PATH="/bin:/usr/bin"), watch=watch)
+        assert code == 5 and not marker.exists()  # no launcher for a verdict node 0 went past
+        said = "\n".join(lines)
+        assert "this node itself was silent for 40s as node 0's verdict came" in said and "declared it lost" in said
+        assert "node 0 (" not in said  # node 0 is not blamed
+        assert channel.sent[-1]["t"] == "exit" and channel.finished  # node 0 told, if it still listens
+    fresh = LinkWatch(_Channel(awake=now[0] - 1), [].append, clock=lambda: now[0])
+    assert fresh.silent_since_verdict() is None
