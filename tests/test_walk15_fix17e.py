@@ -92,3 +92,37 @@ def test_a_node_silent_past_its_verdict_does_not_launch_and_says_it_was_itself_s
         assert channel.sent[-1]["t"] == "exit" and channel.finished  # node 0 told, if it still listens
     fresh = LinkWatch(_Channel(awake=now[0] - 1), [].append, clock=lambda: now[0])
     assert fresh.silent_since_verdict() is None
+
+
+def test_node_stop_names_a_job_run_as_the_nodes_main_command_it_does_not_stop(tmp_path):
+    """walk15b B16: `--node stop` on a node whose job runs as its main command (run mode: a container's CMD, no
+    --run-id) answered `"stopped": []`, exit 0, as for a run that ended, while the job went on; `--node status`
+    showed nothing of it. Both name it now; stop says what stops it. Another node's ($TMPDIR) is not named."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from nodeweave.entrypoint import nodeinfo
+
+    fake = tmp_path / "bin" / "nodeweave-entrypoint"
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n")
+    ours, theirs = tmp_path / "node0", tmp_path / "node1"
+    env = dict(os.environ, TMPDIR=str(ours))
+    job = subprocess.Popen([sys.executable, str(fake), "--", "train.py"], env=env)
+    held = subprocess.Popen([sys.executable, str(fake), "--hold"], env=env)  # a holding node is no main run
+    try:
+        time.sleep(0.5)
+        answer, code = nodeinfo.stop([], {"TMPDIR": str(ours)})
+        assert code == 1 and answer["stopped"] == [] and [m["pid"] for m in answer["main"]] == [job.pid]
+        assert "runs its job as its main command" in answer["error"] and "nodeweave up --hold" in answer["error"]
+        assert job.poll() is None  # nothing stopped
+        status, _ = nodeinfo.status([], {"TMPDIR": str(ours)})
+        assert [m["pid"] for m in status["main"]] == [job.pid]
+        answer, code = nodeinfo.stop([], {"TMPDIR": str(theirs)})
+        assert (code, answer["stopped"], answer.get("error")) == (0, [], None)
+    finally:
+        for process in (job, held):
+            process.kill()
+            process.wait()
