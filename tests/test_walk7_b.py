@@ -184,6 +184,9 @@ def test_b12_a_generations_failed_start_reports_its_error_to_node_0():
     from nodeweave.entrypoint.recovery.generations import Generations
 
     class Watch:
+        def silent_since_verdict(self):  # asked before a launch (walk15b B13)
+            return None
+
         def start(self):
             pass
 
