@@ -7,8 +7,9 @@ report at its word: a node whose output shows only that a peer went away is a *s
 (:func:`secondary`), and node 0 waits a moment for a primary one before it judges (``heartbeat.py``).
 
 The other way round, :func:`script_error` finds the exception a rank's script raised (``PermissionError:
-[Errno 13] ...``): the same line from every node is the job's own error, not a node's (recovery stops the job
-naming it instead of leaving nodes out one by one, ``recovery/hub.py``).
+[Errno 13] ...``), or the error line it exited with (:func:`clean_exit`: argparse's ``prog: error: ...``): the
+same line from every node is the job's own error, not a node's (recovery stops the job naming it instead of
+leaving nodes out one by one, ``recovery/hub.py``).
 
 A node's output is secondary when it holds a peer-gone line and no rank of its own was killed by a signal
 (torchrun's summary: ``exitcode  : -9``, ``Signal 9 (SIGKILL) received by PID``; SIGABRT is how NCCL's
@@ -89,8 +90,9 @@ def start_failure(err):
 
 
 def script_error(text):
-    """The exception the script raised, as its last output shows it: {"line": the exception line, "lines": the
-    traceback's last lines}, or None (killed by a signal, a peer gone, an exit without a traceback)."""
+    """The script's own error, as its last output shows it: {"line": the exception line, "lines": the
+    traceback's last lines}, or its clean exit's (:func:`clean_exit`, with ``"exit"``); None when killed by a
+    signal or a peer went away."""
     if not text or OWN_SIGNAL.search(text):
         return None
     lines = text.splitlines()
@@ -99,7 +101,40 @@ def script_error(text):
         if line is None:
             continue
         return {"line": line[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
-    return None
+    return clean_exit(text)
+
+
+# A worker's exit with a code of its own (no signal), as its launcher reports it: torchrun's summary, deepspeed's
+# launcher, accelerate's CalledProcessError.
+EXIT_CODE = re.compile(r"exitcode\s*:\s*([1-9]\d*)|exits with return code = ([1-9]\d*)|"
+                       r"returned non-zero exit status ([1-9]\d*)")
+# What a program prints as it exits with an error but no traceback: argparse's `prog: error: ...` (a script's
+# arguments, or the launcher's own: its start failing), Python's `can't open file` and `No module named` (the
+# script or module missing), a shell's `not found`.
+SAID_ERROR = re.compile(r"^(?:\[[\w.-]+\]:\s*)?(\S+: (?:error: .+|can't open file .+|No module named .+|"
+                        r".*\bnot found))$")
+
+
+def clean_exit(text):
+    """A worker's (or its launcher's) exit on its own with an error it said, no traceback, no signal, no peer gone:
+    {"line": the last ``prog: error: ...``-like line, or "exit N with no error printed", "lines": the lines
+    before it, "exit": N}, or None. The same on every node is the job's own error (argparse's exit 2 for a
+    mistyped flag, the script's file missing, ``sys.exit(2)``), as the same exception is (walk15b B15)."""
+    if not text or OWN_SIGNAL.search(text) or PEER_GONE.search(text):
+        return None
+    lines = [line.strip() for line in text.splitlines()]
+    if any(EXCEPTION_LINE.match(line) and not LAUNCHERS_OWN.search(line) for line in lines):
+        return None  # a worker raised (a timeout, a collective's error): not a clean exit
+    codes = [next(g for g in m.groups() if g) for m in EXIT_CODE.finditer(text)]
+    said = [(i, m.group(1)) for i, m in enumerate(map(SAID_ERROR.match, lines)) if m]
+    if said:
+        i, line = said[-1]
+        found = {"line": line[:300], "lines": [kept[:300] for kept in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
+    elif codes:
+        found = {"line": f"exit {codes[-1]} with no error printed", "lines": []}
+    else:
+        return None
+    return dict(found, exit=int(codes[-1]) if codes else None)
 
 
 def _scripts_own(line):
@@ -148,6 +183,9 @@ def cause(text):
                 (": the out-of-memory killer, or a kill -9" if number == "9" else ""))
     if own:
         return own[-1][:300]
+    said = clean_exit(text)
+    if said and said["lines"]:
+        return said["line"]
     return candidates[-1][1][:300] if candidates else None
 
 
