@@ -148,13 +148,21 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
     from nodeweave.sync.display import run_and_show
     from nodeweave.sync.syncplan import SyncSession, sync_plan
 
-    plan = sync_plan(req)
+    plan = sync_plan(req, full=fmt == "wide")
     if req.options.dry_run:
         from dataclasses import replace
 
-        show_plan(replace(plan, notes=(*plan.notes, *req.notes)), fmt)
-        if not req.notes:  # the targets are up: ask each what would move
-            run_and_show(req, "table", stderr=is_data(fmt))
+        from nodeweave.cli.habits.output import emit
+        from nodeweave.sync.display import would_move
+
+        plan = replace(plan, notes=(*plan.notes, *req.notes))
+        if req.notes or not is_data(fmt):  # not up, or a person reading: the plan, then what would move
+            show_plan(plan, fmt)
+        if req.notes:
+            return
+        results = run_and_show(req, "wide" if fmt == "wide" else "table", stderr=is_data(fmt))
+        if is_data(fmt):  # one document: the plan and every path each target would be sent (walk15a A31)
+            emit({**plan.to_dict(), "would_move": would_move(results)}, fmt)
         return
     for note in req.left_out:  # what the plan's notes say, said before the real sync too
         typer.echo(f"nodeweave: note: {note}", err=True)
