@@ -62,7 +62,7 @@ def sync_command(
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
     default_excludes: bool = typer.Option(True, "--default-excludes/--no-default-excludes", help="Leave out caches, venvs, .git and checkpoints"),
     gitignore: bool = typer.Option(True, "--gitignore/--no-gitignore", help="In a git checkout, also leave out what git ignores"),
-    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, the job token, ...); turns default relay off (refused with --relay)"),
+    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, prod.env, *.pem, .ssh/, the job token, ...); turns default relay off (refused with --relay)"),
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once (execs started at once; through the head, one round takes every target)"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only; refused with --method stream or tar)"),
