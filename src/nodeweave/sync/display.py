@@ -237,7 +237,8 @@ def _cut_off(results: "list[TargetResult]", check: bool = False) -> "Environment
 
         return api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
                            "nothing synced to")
-    if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
+    if failed and all(r.target.kind.startswith("ssh") and ssh_unreached(str(r.error or ""))
+                      for r in failed):  # replay10 A35: as status, run, logs ...; only ssh's own words (A21)
         return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
                            "nothing checked on" if check else "nothing synced to",
                            getattr(getattr(failed[0].target, "options", None), "ssh_options", ()))
