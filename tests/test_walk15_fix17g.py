@@ -212,7 +212,7 @@ def test_the_job_token_is_no_host_accounts(tmp_path, capsys, monkeypatch):
     assert "the job token /p/.nodeweave/job/job-token is group 0's to read" in err and "held by alice" in err, err
     if os.geteuid() != 0:
         return  # the token is chowned only when up runs as root
-    path = token.write_token(tmp_path / ".nodeweave" / "job" / "job-token", "secret")
+    path = token.write_token(tmp_path / ".nodeweave" / "job" / "job-token", "secret", token.mounted_mode())
     info = path.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (0, 0, 0o440)
     assert "held by alice" in capsys.readouterr().err

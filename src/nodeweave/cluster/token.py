@@ -57,10 +57,16 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def write_token(path: Path, token: str) -> Path:
-    """Write ``token`` to ``path`` as a fresh 0600 file (0700 folder), replacing an older one; as root, root's and
-    group 0's (0440), for the container's user to read through its group, and a warning naming any other host
-    account group 0 holds."""
+def mounted_mode() -> int:
+    """The mode of a token a container bind-mounts (local compose): 0600, this user's, where the engine maps this
+    user into the container (rootless); written as root, :data:`ROOT_MODE`, for the images' user's group 0."""
+    return ROOT_MODE if os.geteuid() == 0 else 0o600
+
+
+def write_token(path: Path, token: str, mode: int = 0o600) -> Path:
+    """Write ``token`` to ``path`` as a fresh 0600 file (0700 folder), replacing an older one; ``mode``
+    :data:`ROOT_MODE`, as root (a container bind-mounts it): root's and group 0's, for the container's user to read
+    through its group, and a warning naming any other host account group 0 holds."""
     from nodeweave.jobstate import keep_out_of_git, refuse_in_the_way
 
     refuse_in_the_way(path.parent.parent.parent, path)  # <folder>/.nodeweave/<job>/job-token: never through a link
@@ -72,7 +78,7 @@ def write_token(path: Path, token: str) -> Path:
         os.write(fd, token.encode("ascii") + b"\n")
     finally:
         os.close(fd)
-    if os.geteuid() == 0:  # rootful engine: the container's user reads it through group 0, no host account by UID
+    if mode == ROOT_MODE and os.geteuid() == 0:  # rootful engine: the container's user reads it by group 0
         os.chown(scratch, 0, CONTAINER_GID)
         os.chmod(scratch, ROOT_MODE)
         warn_group_readers(path)
@@ -106,10 +112,10 @@ def warn_group_readers(path: Path) -> None:
               "0, or run `up` as a user of the rootless engine (the token is then that user's alone)", file=sys.stderr)
 
 
-def rotate(path: Path) -> "tuple[Path, str]":
-    """A new token for this ``up``, written to the job's state file ``path``: (path, token)."""
+def rotate(path: Path, mode: int = 0o600) -> "tuple[Path, str]":
+    """A new token for this ``up``, written to the job's state file ``path`` (``mode``: as planned): (path, token)."""
     token = new_token()
-    return write_token(path, token), token
+    return write_token(path, token, mode), token
 
 
 def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":
