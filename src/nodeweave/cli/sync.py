@@ -26,7 +26,8 @@ before keep a resident agent: the next sync execs into the first target only. Ex
 target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
 or the cluster is not up (a dry run notes it and exits 0, as every verb's). --json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
-what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
+what NODEWEAVE_PLAN_RECORD=FILE records of a real sync, and every path each target would be sent,
+would_move), then what would move where (-o wide: every path, none cut to a few).
 """.replace("{default_target}", DEFAULT_TARGET_TEXT)
 
 
