@@ -151,10 +151,13 @@ def api_cut_off(failed: "list[tuple[str, str]]", undone: str, hint: str = KUBE_C
 
 
 # ssh's own words when it never reached the host (exit 255), and what each means (walk7 A39): the host was not
-# asked at all, so nothing about the job there is known, and `up` cannot help.
+# asked at all, so nothing about the job there is known, and `up` cannot help. Its refusal to log in is only ssh's
+# own "Permission denied (publickey,...)" or "Permission denied, please try again": a file a command could not
+# write ("[Errno 13] Permission denied: '/ws/x'", rsync's "Permission denied (13)") reached the host (walk15a A21).
 SSH_UNREACHED = ((re.compile(r"Could not resolve hostname", re.I), "name not resolved"),
                  (re.compile(r"Connection refused", re.I), "connection refused"),
-                 (re.compile(r"Permission denied", re.I), "permission denied"),
+                 (re.compile(r"Permission denied(?: \([a-z][a-z,-]*\)|, please try again)", re.I),
+                  "permission denied"),
                  (re.compile(r"No route to host", re.I), "no route to host"),
                  (re.compile(r"Connection timed out|Operation timed out", re.I), "timed out"))
 

@@ -283,6 +283,6 @@ def write_files(phase: FilesPhase, spec_dir: Path, say: Callable[[str], None]) -
     write_all([(spec_dir / f.path, f.content) for f in phase.files if f.content is not None])
     for planned in phase.files:
         if planned.content is None:
-            token.rotate(spec_dir / planned.path)
+            token.rotate(spec_dir / planned.path, planned.mode)
     for planned in phase.files:
         say(f"wrote {planned.path} ({planned.what})")

@@ -216,8 +216,11 @@ class LocalCluster(Backend):
         if self._own_token_file:
             return self._compose_files()
         path = self.state.token_file
-        secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
-                             f"{token.CONTAINER_PATH} in every node", mode=0o600)
+        mode = token.mounted_mode()
+        secret = PlannedFile(self.state.shown(path), f"a new random job token ({mode:04o}"
+                             + (", root's and group 0's: the images' user reads it by its group 0" if
+                                mode == token.ROOT_MODE else "")
+                             + f"), mounted at {token.CONTAINER_PATH} in every node", mode=mode)
         return self._compose_files() + [secret]
 
     def _compose_files(self) -> List["PlannedFile"]:
