@@ -70,10 +70,9 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
     **{("exec", typed): "`nodeweave shell` opens an interactive shell on a node, as docker exec -it and kubectl "
                         "exec -it do; exec runs one command and gives back its output and exit code"
        for typed in ("-i", "-it", "--interactive", "--tty", "--stdin")},  # -t is exec's --target
-    # walk15 A30: docker run's --image habit; the nodes' image is chosen where they start
-    **{(verb, "--image"): f"the image is the nodes', chosen as they start: `nodeweave up --image REF` (compose "
-                          f"targets; `nodeweave image build` builds the spec's variant); {verb} uses the nodes already up"
-       for verb in ("run", "exec")},
+    # walk15 A30: kubectl run's --image habit; the nodes' image is chosen where they start
+    ("run", "--image"): "the image is the nodes', chosen as they start: `nodeweave up --image REF` (compose targets; "
+                        "`nodeweave image build` builds the spec's variant); run uses the nodes already up",
     # walk13 A4: docker compose up's habits
     **{("up", typed): "`nodeweave up` already returns once every node is up, as docker compose up -d does "
                       "(--no-wait returns at once, without waiting); the nodes run on in the background"
