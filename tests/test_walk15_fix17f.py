@@ -165,4 +165,4 @@ def test_input_exec_would_drop_is_refused_and_shells_dry_run_says_so(job):
     assert done.returncode == EXIT_USAGE and "exec passes no standard input on, and a pipe" in one_line(done.stderr)
     assert nodeweave("exec", "--dry-run", "--", "ls", stdin=open(os.devnull), cwd=job).returncode == 0
     shell = nodeweave("shell", "--dry-run", input="ls\n", cwd=job)
-    assert "the real shell would end with exit 2: shell's input is not a terminal" in shell.stdout, shell.stdout
+    assert "the real shell would end with exit 2: shell's input is not a terminal" in shell.stderr, shell.stderr
