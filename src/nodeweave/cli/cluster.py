@@ -508,6 +508,12 @@ def shell_command(
     chosen = pick_one(live_nodes(backend, "open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
+        from nodeweave.cli.habits.output import tell
+        from nodeweave.cluster.execute import shell_input_problem
+
+        refused = shell_input_problem()  # as the real shell says it (walk15 A29), beside the plan it shares
+        if refused:
+            tell(f"note: the real shell would end with exit 2: {refused}")
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     require_up(backend, [chosen], "shell")
