@@ -241,12 +241,13 @@ def _recovery_has_another_node(settings, hi, count_source):
     --nnodes, so NNODES=1 under recovery planned a job with nobody to watch it (walk15b B11)."""
     if not settings.get("recovery") or settings.get("spares"):
         return
-    from .settings import name_of
     from .shared_rules import Naming, recovery_needs_another_node
 
     given = "=" in str(count_source)
     count = str(count_source).split("=")[0] if given else "NNODES"
-    labels = {"nnodes": count, "recovery": name_of(settings.source("recovery")), "spares": "NODEWEAVE_SPARES"}
+    switch = settings.source("recovery")
+    labels = {"nnodes": count, "recovery": switch[len("flag "):] if switch.startswith("flag ") else switch,
+              "spares": "NODEWEAVE_SPARES"}
     for problem in recovery_needs_another_node({"recovery": True, "nnodes": hi}, set(), Naming(labels.get)):
         raise UsageError(f"{labels[problem.key]}: {problem.problem}" + ("" if given else f" ({count_source})") +
                          f"; accepted: {problem.accepted}")
