@@ -239,8 +239,8 @@ def _recovery_has_another_node(settings, hi, count_source):
     """``shared_rules.recovery_needs_another_node`` on the count the plan took, whatever gave it (NNODES,
     PET_NNODES, a scheduler's, the single-node default): the settings' check sees only NODEWEAVE_NNODES and
     --nnodes, so NNODES=1 under recovery planned a job with nobody to watch it (walk15b B11)."""
-    if not settings.get("recovery") or settings.get("spares"):
-        return
+    if not settings.get("recovery") or settings.get("spares") or "nnodes" in settings.flag_sources:
+        return  # a count recovery set itself (``with_flags``: a generation of the nodes left) is no one's choice
     from .shared_rules import Naming, recovery_needs_another_node
 
     given = "=" in str(count_source)
