@@ -37,6 +37,17 @@ RECOVERY_ENDS = {EXIT_GAVE_UP: "when the restarts are spent or too few nodes are
                                  "every node (or their start fails alike): the job's own, no restart spent"}
 RECOVERY_FINAL = tuple(RECOVERY_ENDS)
 
+
+def fault_comes_to(what, code, recovery, whose=""):
+    """What a fault that stops every node with ``code`` (a stall's 7) comes to, for every line that says so (the
+    stall report's last line, --explain's Faults rows): under recovery a new generation, never ``code`` (walk8
+    B38, walk15b B12: the stall_timeout row read "every node stops with exit 7" under recovery)."""
+    if not recovery:
+        return f"every node stops its launcher after {what}, exit {code}"
+    return (f"after {what} every node stops its launcher, a fault for recovery, not exit {code}: its next "
+            f"generation starts{whose} (or, with no spare or minimum left to allow it, the job ends, exit "
+            f"{EXIT_GAVE_UP})")
+
 EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
     EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written, or "
