@@ -7,6 +7,7 @@ Everything here is what ``--dry-run`` prints and what a real run executes
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -64,9 +65,13 @@ def test_local_up_and_down_are_compose_with_the_mode_in_the_environment(spec_pat
 
 
 def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_path):
+    from nodeweave.cluster import token
+
     b = backend(spec_path)
-    token_line = (".nodeweave/job/job-token (a new random job token (0600), mounted at /run/nodeweave/job-token in "
-                  "every node)")
+    mode = token.mounted_mode()  # as root: root's and group 0's, never UID 1000's (walk15a A15)
+    kept = ", root's and group 0's: the images' user reads it by its group 0" if os.geteuid() == 0 else ""
+    token_line = (f".nodeweave/job/job-token (a new random job token ({mode:04o}{kept}), mounted at "
+                  "/run/nodeweave/job-token in every node)")
     assert [f"{f.path} ({f.what})" for f in up_files(b, "hold")] == [
         ".nodeweave/job/compose.yaml (new: rendered from nodeweave.yaml)", token_line]
     compose = spec_path.parent / ".nodeweave" / "job" / "compose.yaml"
@@ -78,7 +83,7 @@ def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_p
     assert not (spec_path.parent / "compose").exists()  # render's compose/local.yaml is not up's business
     token_file = spec_path.parent / ".nodeweave" / "job" / "job-token"
     first = token_file.read_text()
-    assert token_file.stat().st_mode & 0o777 == 0o600 and len(first.strip()) >= 40
+    assert token_file.stat().st_mode & 0o777 == mode and len(first.strip()) >= 40
     assert [f"{f.path} ({f.what})" for f in up_files(b, "hold")] == [token_line]  # the compose file is unchanged
     write_planned(up_files(b, "hold"), spec_path)
     assert token_file.read_text() != first  # every up rotates the token

@@ -178,7 +178,8 @@ def test_rename_while_up_down_takes_down_the_old_job_and_status_names_it(tmp_pat
     assert down.returncode == 0, down.stderr
     old_line = f"-p {old.mark.project} -f {spec.parent}/.nodeweave/oldname/compose.yaml down"
     assert old_line in down.stdout and ".nodeweave/oldname/ records a cluster" in down.stdout, down.stdout
-    assert "/.nodeweave/newname/compose.yaml down" in down.stdout
+    # nothing is up under the new name: its half is "nothing to take down", nothing planned (walk15 A16, fix17b)
+    assert "/.nodeweave/newname/compose.yaml down" not in down.stdout and "nothing to take down" in down.stdout
     status = cli(spec.parent, env, "status", "--json")
     data = json.loads(status.stdout)
     assert data["renamed"] and ".nodeweave/oldname/ records a cluster `nodeweave up` started as job oldname" \

@@ -81,7 +81,7 @@ def test_volcano():
 
 
 def test_skypilot():
-    t = topo(SKYPILOT_NODE_RANK="1", SKYPILOT_NODE_IPS="10.1.0.4\n10.1.0.5\n10.1.0.6\n",
+    t = topo("desktop-rtx3090", SKYPILOT_NODE_RANK="1", SKYPILOT_NODE_IPS="10.1.0.4\n10.1.0.5\n10.1.0.6\n",
              SKYPILOT_NUM_NODES="3", SKYPILOT_NUM_GPUS_PER_NODE="1")
     assert summary(t) == (1, "3", "10.1.0.4", 29500)
     assert t.node_names == ["10.1.0.4", "10.1.0.5", "10.1.0.6"]

@@ -99,6 +99,9 @@ class RecordingWatch:
     def launch_with(self, stop):  # run_supervised hands its launcher's stop (heartbeat.Watch.launch_with)
         self.start(stop)
 
+    def silent_since_verdict(self):  # run_supervised asks before it launches (heartbeat.LinkWatch, walk15b B13)
+        return None
+
     def start(self, stop):
         if self.stop_after is not None:
             timer = threading.Timer(self.stop_after, stop, args=(self.grace,))

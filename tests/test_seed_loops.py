@@ -131,7 +131,7 @@ def test_bare_hosts_with_a_spec_hosts_list_get_the_list_and_point_at_it(tmp_path
     path.write_text(SPEC.replace("nodes: 2\n", "hosts: [desk1, desk2]\n") + "workspace: {host_path: /srv/lan}\n")
     out = nodeweave(path, "up", "--engine", "none", "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert "send compose/hosts to desk1" in out.stdout and "send compose/hosts to desk2" in out.stdout
+    assert "send the hosts list to desk1 as /srv/lan/.nodeweave/hosts" in out.stdout and "send the hosts list to desk2" in out.stdout
     assert "/srv/lan/.nodeweave" in out.stdout
     run = nodeweave(path, "run", "--engine", "none", "--dry-run")
     assert run.returncode == 0, run.stderr

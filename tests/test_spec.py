@@ -176,7 +176,7 @@ CASES = [
      "nodeweave", "any other variable name"),
     (text("env: {MASTER_ADDR: x}\n"), 4, "env.MASTER_ADDR", "set on every node by nodeweave from node 0's address",
      "any other variable name"),
-    (text("env: [A=1]\n"), 4, "env", "a list", "mapped to strings"),
+    (text("env: [A=1]\n"), 4, "env", "a list", "a mapping of names to strings"),
     (text('env: {A: "x\\0y"}\n'), 4, "env.A", "contains a NUL character", "a string"),
     (text("kubernetes: {namespace: Default}\n"), 4, "kubernetes.namespace", "'Default'", "DNS-1123 label"),
     (text("kubernetes: {service: my_svc}\n"), 4, "kubernetes.service", "'my_svc'", "DNS-1035 label"),

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import cli_run
-from cli_run import in_process as run_cli
+from cli_run import in_process as run_cli, one_line
 from team_folder import make_job_folder
 
 
@@ -326,7 +326,6 @@ def test_the_job_token_is_chowned_to_uid_1000_only_where_a_container_reads_it(tm
     from plan_parts import up_steps
 
     from nodeweave.cluster import ClusterOptions, open_backend
-    from nodeweave.cluster.token import CONTAINER_UID
     from nodeweave.spec import parse_spec
 
     spec_path = tmp_path / "nodeweave.yaml"
@@ -338,7 +337,7 @@ def test_the_job_token_is_chowned_to_uid_1000_only_where_a_container_reads_it(tm
              for step in phase if step.what.startswith("send a new job token")]
     assert len(sends) == 2
     for step in sends:
-        assert (f"chown {CONTAINER_UID}" in " ".join(step.argv)) is backend.holds is (engine != "none"), step.argv
+        assert ("chown 0:0" in " ".join(step.argv)) is backend.holds is (engine != "none"), step.argv
 
 
 # -- A13: render --out into a sibling project is refused by the job its nodeweave.yaml names, record or none --------
@@ -367,10 +366,9 @@ def test_render_into_a_sibling_projects_fresh_clone_is_refused_by_its_spec(capsy
     before = (sib / "compose" / "node.yaml").read_text()
     monkeypatch.chdir(own)
     code, out, err = run_cli(capsys, "render", "all", "--out", str(sib))
-    if theirs == "proj":  # the same job's folder: its files are this job's to re-render
-        assert code == 0, err
-        return
-    assert code == EXIT_USAGE and f"holds job {theirs}'s render" in err and "its nodeweave.yaml" in err, err
+    # the same job's name too: a folder with a spec of its own is another project (walk15 A7, fix17b)
+    assert code == EXIT_USAGE and "is another project's folder (it holds its own spec, nodeweave.yaml, name: " \
+        f"{theirs})" in one_line(err), err
     assert (sib / "compose" / "node.yaml").read_text() == before
 
 

@@ -123,8 +123,8 @@ def test_the_programs_help_lists_what_it_takes_before_a_verb(capsys, flag):
 @pytest.mark.parametrize("argv, hint", [
     (["image", "build", "cpu", "--dry-run"], "--tag v1"),
     (["up", "--dry-run"], "--image myimg:v1"),
-    (["run", "--dry-run"], "image.name"),
-    (["status"], "image.name"),
+    (["run", "--dry-run"], "image.registry"),
+    (["status"], "image.registry"),
 ])
 def test_a_target_that_looks_like_an_image_names_how_an_image_is_named(capsys, job_folder, argv, hint):
     """A12: `image build cpu -t myimg:v1` was told only "--target 'myimg:v1' is not accepted: local or openshift";

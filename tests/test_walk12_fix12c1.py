@@ -212,6 +212,9 @@ class _Watch:
     def launch_with(self, stop):
         pass
 
+    def silent_since_verdict(self):
+        return None
+
     def say_launcher_failed(self, how):
         pass
 

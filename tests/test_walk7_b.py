@@ -184,6 +184,9 @@ def test_b12_a_generations_failed_start_reports_its_error_to_node_0():
     from nodeweave.entrypoint.recovery.generations import Generations
 
     class Watch:
+        def silent_since_verdict(self):  # asked before a launch (walk15b B13)
+            return None
+
         def start(self):
             pass
 
@@ -282,7 +285,7 @@ def test_b4_the_heartbeat_line_lists_every_final_exit(tmp_path):
     line = next(line for line in run.stdout.splitlines() if line.strip().startswith("heartbeat"))
     for code in RECOVERY_FINAL:
         assert f"exit {code} " in line, (code, line)
-    assert "exit 10 at once when the script raises the same error on every node" in line
+    assert "exit 10 at once when the script raises the same error or exits with the same error line on every node" in line
 
 
 # -- B13: one count of a rank's collectives: top, /status.json, Prometheus and the rate agree -----------------------

@@ -161,7 +161,8 @@ def test_a14_render_out_into_another_jobs_render_is_refused(tmp_path, extra):
     before = (other / "compose" / "local.yaml").read_bytes()
     done = nodeweave("render", "compose", "--out", str(other), *extra, cwd=team)
     assert done.returncode == EXIT_USAGE, done.stderr
-    assert f"{other} holds job other-job's render" in done.stderr and "--force" in done.stderr
+    assert f"{other} is another project's folder (it holds its own spec, nodeweave.yaml, name: other-job)" in \
+        " ".join(done.stderr.split()) and "--force" in done.stderr
     assert (other / "compose" / "local.yaml").read_bytes() == before
     renamed = SPEC.replace("name: team", "name: other-job-v2")  # in its own folder, a renamed job re-renders
     (other / "nodeweave.yaml").write_text(renamed)

@@ -120,13 +120,10 @@ SLURM = {"SLURM_JOB_ID": "99", "SLURM_JOB_NODELIST": "gpu[01-04]", "SLURM_STEP_N
 
 @pytest.mark.parametrize("variable", [name for name in RANK_NAMES if " " not in name])
 def test_every_rank_variable_set_but_empty_is_named_so(entrypoint, variable):
-    """A rank source's variable set but empty is read as unset and said (exit 3: no rank); one that is also a
-    setting (NODEWEAVE_HOSTFILE, a file) is refused as every setting's empty variable is (exit 2, walk12b B7)."""
-    from nodeweave.entrypoint.planning.contract import SETTINGS
-
+    """A rank source's variable set but empty is read as unset and said; the refusal of the missing rank is bad
+    input then, exit 2 (walk15b B1: the user set it, to nothing), as a setting's empty variable is (walk12b B7)."""
     code, messages = problems(entrypoint, dict(UNPLACED, **{variable: ""}))
-    refused = {row.variable for row in SETTINGS if not row.topology}
-    assert code == (2 if variable in refused else 3) and messages, (code, messages)
+    assert code == 2 and messages, (code, messages)
     assert f"{variable} is set but empty" in messages[-1], messages
 
 

@@ -202,7 +202,9 @@ def test_under_python_3_6_a_plan_with_a_master_runs_and_recovery_is_refused_in_o
     # `--node status` plans only when given the command (walk11b B22: without one it asks no plan)
     for extra in (["--explain"], ["--node", "status", "--", "train.py"]):
         args = argv[:2] + extra if extra[0] == "--node" else argv
+        # a count of 2 for --node status too: recovery on one node is refused before its book (walk15b B11)
         out = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                             env=dict(env, NODEWEAVE_RECOVERY="on"))
+                             env=dict(env, NODEWEAVE_RECOVERY="on", NODEWEAVE_NNODES="2", NODE_RANK="1",
+                                      MASTER_ADDR="10.0.0.1"))
         assert out.returncode == 2 and "needs python3 3.7 or later" in out.stderr, (extra, out.stderr)
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -151,10 +151,13 @@ def api_cut_off(failed: "list[tuple[str, str]]", undone: str, hint: str = KUBE_C
 
 
 # ssh's own words when it never reached the host (exit 255), and what each means (walk7 A39): the host was not
-# asked at all, so nothing about the job there is known, and `up` cannot help.
+# asked at all, so nothing about the job there is known, and `up` cannot help. Its refusal to log in is only ssh's
+# own "Permission denied (publickey,...)" or "Permission denied, please try again": a file a command could not
+# write ("[Errno 13] Permission denied: '/ws/x'", rsync's "Permission denied (13)") reached the host (walk15a A21).
 SSH_UNREACHED = ((re.compile(r"Could not resolve hostname", re.I), "name not resolved"),
                  (re.compile(r"Connection refused", re.I), "connection refused"),
-                 (re.compile(r"Permission denied", re.I), "permission denied"),
+                 (re.compile(r"Permission denied(?: \([a-z][a-z,-]*\)|, please try again)", re.I),
+                  "permission denied"),
                  (re.compile(r"No route to host", re.I), "no route to host"),
                  (re.compile(r"Connection timed out|Operation timed out", re.I), "timed out"))
 
@@ -403,7 +406,7 @@ def _raised_by_exec(err: BaseException) -> bool:
 # that looks like an image reference (a ':', '/' or '@' no target name has): the refusal names what names an image
 # on that command, the first of these it has.
 IMAGE_MEANT: "tuple[tuple[str, str], ...]" = (
-    ("--tag", "the image's tag is --tag {tag} (its name is the spec's image.name and image.registry)"),
+    ("--tag", "the image's tag is --tag {tag} (its name is the spec's image.registry and name)"),
     ("--image", "the image the nodes run is --image {value}"),
 )
 
@@ -419,5 +422,5 @@ def target_meant(value) -> str:
     for ours, said in IMAGE_MEANT:
         if verb_takes(ours):
             return (f"; -t is --target here (docker build -t names the image), and {said.format(tag=tag, value=text)}")
-    return ("; -t is --target here (docker build -t names the image); the image is the spec's image.name, "
-            "image.registry and image.tag")
+    return ("; -t is --target here (docker build -t names the image); the image is the spec's image.registry, "
+            "name and image.tag")

@@ -13,6 +13,24 @@ from pathlib import Path
 
 from nodeweave.entrypoint.ownfolders import STATE_DIR  # one name, which the entrypoint judges too
 GITIGNORE = "# made by nodeweave: what it keeps for this folder's jobs (each job's check-in token among them)\n*\n"
+RUNS_GITIGNORE = ("# made by nodeweave: its run folders (every node's log, plan and record; `nodeweave runs ls` lists "
+                  "them)\n*\n")
+
+
+def make_own_folder(folder: Path, gitignore: str) -> None:
+    """``folder`` (and the folders above it) for nodeweave's own files, which no commit wants (the run folders, as
+    ``.nodeweave/``): when this call makes it, a ``.gitignore`` ignoring all of it goes in first, as pytest's
+    ``.pytest_cache/`` and a venv carry one (walk15a A13: ``git add -A`` took six run folders). A folder already
+    there is left as it is: it may be the user's, committed on purpose."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return
+    try:
+        (folder / ".gitignore").write_text(gitignore, encoding="utf-8")
+    except OSError:
+        pass  # a full disk: the run's own first write says so
 
 
 def keep_out_of_git(state_dir: Path) -> None:

@@ -21,8 +21,10 @@ SCRATCH = ("/tmp", "/var/tmp")
 
 
 def system_folder(path: str) -> bool:
-    """``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...): what no sync may send from or write over."""
-    return "/" + "/".join(p for p in path.split("/") if p) in ROOTISH
+    """``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...): what no sync may send from or write over. This
+    user's own home is none (``/root`` for root: walk15 A9, A14): it is judged, and said, as a home (``a_home``)."""
+    normal = "/" + "/".join(p for p in path.split("/") if p)
+    return normal in ROOTISH and normal not in own_homes()
 
 
 def made_in_system_folder(path: str) -> "str | None":

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from rich.table import Table
+from nodeweave.tables import Table
 
 from nodeweave.bench.options import format_bytes
 from nodeweave.bench.runner import RunResult

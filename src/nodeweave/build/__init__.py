@@ -187,15 +187,18 @@ def check_pins_of(variant: str, spec, context: Path) -> None:
 
     if variant == spec.image.variant:
         return
+    problems = []  # every one, in one run
     for requirement in spec.image.pip:
         problem = baked_problem(requirement, variant, requirement=True)
         if problem:
-            raise UsageError(f"image.pip: {requirement!r} {problem[0]}; accepted: {problem[1]}")
+            problems.append(f"image.pip: {requirement!r} {problem[0]}; accepted: {problem[1]}")
     file = context / spec.image.requirements if spec.image.requirements else None
     if file is not None and file.is_file():
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
-        for number, line, accepted in requirement_conflicts(text, variant):
-            raise UsageError(f"image.requirements: {spec.image.requirements}:{number}: {line}; accepted: {accepted}")
+        problems += [f"image.requirements: {spec.image.requirements}:{number}: {line}; accepted: {accepted}"
+                     for number, line, accepted in requirement_conflicts(text, variant)]
+    if problems:
+        raise UsageError("\n".join(problems))
 
 
 # Build args every engine takes without an ARG line: the proxies (RUN steps see them) and BuildKit's own.

@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import shutil
-import shlex
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
@@ -164,11 +163,22 @@ def judge_wheelhouse(source: Path) -> None:
     from nodeweave.failures import own_folder_problem
 
     given = Path(os.path.abspath(source.expanduser()))
-    if given.exists() and not given.is_dir():
-        return  # a file: link_wheelhouse says so in its own words
+    if not os.path.lexists(given) or (given.exists() and not given.is_dir()):
+        return  # missing, or a file: link_wheelhouse says so first, in its own words (walk15 A4: /nonexist was
+        # refused as a folder "made directly in /", by an option that makes none)
     problem = own_folder_problem(given)
     if problem is not None:
         raise UsageError(f"--wheelhouse {source}: {problem}; accepted: a folder of your own ({WHEELHOUSE_ACCEPTED})")
+
+
+def _fill_line(fill: Optional[Callable[[Path], str]], source: Path) -> str:
+    """The pip line that makes and fills the wheelhouse ``source``."""
+    if fill is None:
+        return f"`python -m pip download -d {shlex.quote(str(source))} -r requirements.txt`"
+    try:
+        return fill(source)
+    except UsageError:  # the home's wheels/ refused too (a $HOME of /): the line without a folder to fill
+        return "`python -m pip download -d DIR ...` for a folder of your own"
 
 
 def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
@@ -192,12 +202,16 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
         source = source.expanduser().resolve()
         if not source.is_dir():
             from nodeweave.entrypoint.bounded import not_a_folder
+            from nodeweave.failures import own_folder_problem  # where pip would make it: its folder rule (walk15 A4)
 
             if source.exists() or source.is_symlink():
                 raise UsageError(f"--wheelhouse {source} {not_a_folder(source)}; accepted: a directory of wheels")
-            how = fill(source) if fill else f"`python -m pip download -d {shlex.quote(str(source))} -r requirements.txt`"
+            refused = own_folder_problem(source)  # pip is never offered a folder nodeweave's rule refuses
+            folder = Path.home() / "wheels" if refused is not None else source
+            how = _fill_line(fill, folder)
+            made = "it" if folder == source else f"one of your own, then --wheelhouse {folder}; not {source}: {refused}"
             raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels ({how} makes "
-                             "and fills it)")
+                             f"and fills {made})")
         if source != target.resolve():
             offered = [wheel for wheel in sorted(source.iterdir()) if is_distribution(wheel) and wheel.name not in present]
     if write:

@@ -13,7 +13,7 @@ import io
 from typing import List, Optional
 
 from rich.console import Console, Group
-from rich.table import Table
+from nodeweave.tables import Table
 from rich.text import Text
 
 from nodeweave.check.links import cleared, link_values, step_ratios

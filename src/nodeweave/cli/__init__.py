@@ -18,7 +18,7 @@ from typing import Optional
 import typer
 
 from nodeweave import __version__
-from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.base import NodeweaveTyper, close_options
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
 from nodeweave.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, NodeweaveError, UsageError
 from nodeweave.usertext import shell_shown, visible
@@ -365,16 +365,28 @@ def verb_option_typed_first(argv: "list[str]") -> None:
     example = " ".join(shlex_quote(w) for w in ["nodeweave", *above, *argv[verb_at:verb_end], *typed, *argv[verb_end:]])
     whose, goes = (("nodeweave itself", "a verb's options go after the verb") if group_at is None else
                    (f"nodeweave {above[0]}", "a sub-verb's options go after the sub-verb"))
-    takes = _verb_takes(verb.split(), _option_name(word))
-    if takes is False:  # walk12 A1: the after-the-verb form was offered, then refused as "no such option"
-        raise UsageError(f"no such option: {_option_name(word)} (neither {whose} nor {verb} takes it); "
-                         f"`nodeweave {verb} --help` lists {verb}'s options")
+    name = _option_name(word)
+    takes = _verb_options(verb.split())
+    if takes is not None and name not in takes:  # walk12 A1: the after-the-verb form was offered, then refused
+        near = close_options(name, [*ROOT_OPTIONS[:1], *(o for o in takes if o.startswith("--") and o != "--help")])
+        if not near:
+            raise UsageError(f"no such option: {name} (neither {whose} nor {verb} takes it); "
+                             f"`nodeweave {verb} --help` lists {verb}'s options")
+        if near[0] in (*ROOT_OPTIONS, *VERB_OPTIONS_WITH_VALUE, *VERB_FLAGS):  # walk15 A35: as after the verb
+            raise UsageError(f"no such option: {name} (did you mean {near[0]}?); `nodeweave {verb} --help` lists "
+                             f"{verb}'s options")
+        meant = [near[0] + w[len(name):] if w == word else w for w in typed]
+        example = " ".join(shlex_quote(w) for w in ["nodeweave", *above, *argv[verb_at:verb_end], *meant,
+                                                    *argv[verb_end:]])
+        raise UsageError(f"no such option: {name} (did you mean {near[0]}? it is {verb}'s, after the verb: "
+                         f"`{example}`)")
     raise UsageError(f"{word} is not an option of {whose}: {goes} (only -o/--output, --spec and --json may come "
                      f"before it); accepted: `{example}` (`nodeweave {verb} --help` lists {verb}'s options)")
 
 
-def _verb_takes(words: "list[str]", option: str) -> "bool | None":
-    """Whether the verb ``words`` (``validate``, ``image build``) takes ``option``; None when it cannot be told."""
+def _verb_options(words: "list[str]") -> "list[str] | None":
+    """The options of the verb ``words`` (``validate``, ``image build``), every spelling; None when it cannot be
+    told."""
     from nodeweave.cli.habits.lazy import registered
 
     try:
@@ -383,7 +395,7 @@ def _verb_takes(words: "list[str]", option: str) -> "bool | None":
             command = command.commands[word]
     except (KeyError, AttributeError, ImportError):
         return None
-    return any(option in (*param.opts, *param.secondary_opts) for param in command.params)
+    return [name for param in command.params for name in (*param.opts, *param.secondary_opts)]
 
 
 def _past_moved(argv: "list[str]", index: int) -> int:
@@ -408,15 +420,6 @@ def shlex_quote(word: str) -> str:
 
 # Verbs that are groups, and their sub-verbs: options typed before the group go after the sub-verb.
 GROUPS = {"runs": ("ls", "show", "compare"), "image": ("build", "variants"), "hosts": ("probe",)}
-
-
-def close_options(typed: str, known) -> "list[str]":
-    """The options a mistyped one is near, judged without the dashes: click's 0.6 offered --engine, --node and
-    --spec for ``logs --since`` (each shares the dashes and two letters), which is noise, not a hint."""
-    from difflib import SequenceMatcher
-
-    bare = typed.lstrip("-")
-    return [name for name in known if SequenceMatcher(None, bare, name.lstrip("-")).ratio() >= 0.7]
 
 
 from nodeweave.cli.habits.invocation import AS_PROGRAM, INVOKED, as_program, invoked_argv  # noqa: E402,F401

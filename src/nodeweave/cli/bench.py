@@ -167,6 +167,10 @@ def bench(
         tell(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
              "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
+    if default_out:  # runs/, made as run makes it: with its .gitignore (walk15a A13)
+        from nodeweave.jobstate import RUNS_GITIGNORE, make_own_folder
+
+        make_own_folder(json_path.parent, RUNS_GITIGNORE)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     named = option_named("json_path", "--json-out", json_path, ctx)
     written = report.write_json(json_path, document, may_replace("--json-out", "bench", force, subject=named), named,

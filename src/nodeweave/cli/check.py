@@ -59,7 +59,10 @@ def job_context(spec, spec_path: Path, backend):
 
     spec_dir = spec_folder(spec_path)
     host_path = spec.workspace.host_path
-    return JobContext(job=spec.name, spec_text=read_spec_text(spec_path),
+    from nodeweave.cluster.onbackend import ran_spec_text
+
+    # the run folder's spec.yaml: what the held nodes were made from, where the spec changed since (walk15 A17)
+    return JobContext(job=spec.name, spec_text=ran_spec_text(backend) or read_spec_text(spec_path),
                       workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
                       target=backend.where)
 

@@ -230,8 +230,9 @@ def down_command(
                                     judge_backend=lambda backend: backend.judge_tree())
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
-    idle = None if renamed else backend.nothing_up_line()
-    if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
+    idle = backend.nothing_up_line()  # after a rename, only the old name's half then (walk15 A16)
+    if idle is not None and not renamed:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry
+        # run the same)
         if dry_run:
             from nodeweave.plan import Plan
 
@@ -242,13 +243,13 @@ def down_command(
         out.print(idle, highlight=False, markup=False)
         emit({"job": spec.name, "where": backend.where, "down": True, "was_up": False, "also": []}, fmt)
         return
-    plan = backend.plan_down(delete_claims, renamed)
+    plan = backend.plan_down(delete_claims, renamed, idle)
     # a run in progress: down would SIGKILL it with the nodes, as up's recreate would (walk14a A18); refused the
     # same way (exit 3, naming the run and `nodeweave stop`), before anything is taken down. Bare hosts' down is
     # itself a stop (SIGTERM, the grace): nothing to refuse there.
     from nodeweave.cluster.onbackend import up_over
 
-    busy = None if plan.of_kind(StopPhase) else up_over(backend, "down")[0]
+    busy = None if plan.of_kind(StopPhase) or idle is not None else up_over(backend, "down")[0]
     if dry_run:
         from dataclasses import replace
 
@@ -262,7 +263,9 @@ def down_command(
         raise EnvironmentProblem(busy + "; nothing was taken down")
     from nodeweave.jobstate import hold_job
 
-    hold_job(backend.spec_dir, spec.name, "down")  # one up or down of the job at a time (walk14a A20)
+    for job in [*([] if idle else [spec.name]), *(old.spec.name for old, _ in renamed)]:
+        hold_job(backend.spec_dir, job, "down")  # one up or down of a job at a time (walk14a A20); none written for
+        # a name nothing is up under (walk15 A16)
     if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs (and the marks)
         _stop(plan, backend.spec_dir, out, fmt)
         # the record ends as every target's does (walk11a A17: it stayed, and every verb still acted on the hosts)
@@ -275,8 +278,9 @@ def down_command(
         forget_allocation(spec_path, old.spec.name)
         out.print(f"{old.spec.name} (the job's old name) is down ({old.where})", highlight=False)
     forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
-    out.print(f"{spec.name} is down ({backend.where})", highlight=False)
-    emit({"job": spec.name, "where": backend.where, "down": True,
+    if idle is None:  # else the plan's last note said it: nothing of this name to take down
+        out.print(f"{spec.name} is down ({backend.where})", highlight=False)
+    emit({"job": spec.name, "where": backend.where, "down": True, **({"was_up": False} if idle else {}),
           "also": [{"job": old.spec.name, "where": old.where} for old, _ in renamed]}, fmt)
 
 
@@ -299,8 +303,14 @@ def status_command(
     from nodeweave.cluster.status import problems as status_problems
     from nodeweave.cluster.onbackend import live_nodes
 
+    from nodeweave.cluster.onbackend import count_changed, spec_changed
+
     spec, backend, _ = open_cluster(spec_path, reach)
-    nodes = pick_nodes(live_nodes(backend, "fingerprint") if fingerprints else backend.nodes(), node)
+    every = live_nodes(backend, "fingerprint") if fingerprints else backend.nodes()
+    made, changed = backend.made_count(), count_changed(backend) or spec_changed(backend)
+    if made is not None and made < len(every):  # a node the spec added since up is not made, not "down" (walk15 A18)
+        every = [n for n in every if n.index < made]
+    nodes = pick_nodes(every, node)
     rows = gather(backend, nodes, spec_command(spec), say=lambda line: console(stderr=True).print(
         f"# {line}", highlight=False, markup=False))
     agree = agreement(rows)
@@ -314,7 +324,7 @@ def status_command(
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
     data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
-            **({"renamed": renamed} if renamed else {})}
+            **({"renamed": renamed} if renamed else {}), **({"spec_changed": changed} if changed else {})}
     fmt = data_format(as_json, output)
     unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
     if emit_names((r["node"] for r in rows if r["up"]), fmt):  # -o name: the nodes that answer, one a line
@@ -329,12 +339,12 @@ def status_command(
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         tell(f"note: {line}")
+    if changed and any(r["up"] for r in rows):  # what the nodes do not see, as run and exec say it: nothing failed
+        tell(f"note: {changed}")
     if answering:
         _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
                                                                   if r["up"]))
-    from nodeweave.cluster.onbackend import count_changed
-
-    problems = status_problems(rows, spec, backend.made_count(), count_changed(backend))
+    problems = status_problems(rows, spec, made)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
@@ -498,6 +508,12 @@ def shell_command(
     chosen = pick_one(live_nodes(backend, "open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
+        from nodeweave.cli.habits.output import tell
+        from nodeweave.cluster.execute import shell_input_problem
+
+        refused = shell_input_problem()  # as the real shell says it (walk15 A29), beside the plan it shares
+        if refused:
+            tell(f"note: the real shell would end with exit 2: {refused}")
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     require_up(backend, [chosen], "shell")

@@ -22,7 +22,7 @@ from nodeweave.usertext import styled
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.console import Console
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.cluster.options import ClusterOptions
 
@@ -39,7 +39,7 @@ def _size(nbytes: "int | None") -> str:
 
 
 def _hardware(node) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title=f"node {node.hostname or '?'} (sysroot {node.sysroot})", show_header=False)
     table.add_column("what", style="bold")
@@ -67,7 +67,7 @@ def _hardware(node) -> Table:
 
 def _topology(topology, role=None) -> Table:
     """Who this node is, and the rank source (platform) that said so; with recovery, its role (a spare...)."""
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="this node in the job", show_header=False)
     table.add_column("what", style="bold")
@@ -83,7 +83,7 @@ def _topology(topology, role=None) -> Table:
 
 
 def _plan_env(plan) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
     for name in ("variable", "value", "action", "why"):
@@ -95,7 +95,7 @@ def _plan_env(plan) -> Table:
 
 
 def _findings(findings) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title="findings")
     for name in ("severity", "code", "finding", "what to do"):
@@ -106,7 +106,7 @@ def _findings(findings) -> Table:
 
 
 def _cluster_table(view) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     labels, rows = view.table()
     table = Table(title=f"fingerprints from {view.source} (differences from node 0 highlighted)")
@@ -209,6 +209,16 @@ def cluster_spec() -> Path:
     return find_spec(Path(os.environ[SPEC_ENV]) if named else None)
 
 
+def _spec_here() -> "Path | None":
+    """The spec whose folder a node named directly is judged against; None where there is none."""
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        return cluster_spec()
+    except NodeweaveError:
+        return None
+
+
 def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
     """--node (and the old --on, with its note) for the mode that reads it: --cluster or --spec."""
     if on:
@@ -240,6 +250,10 @@ def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOpti
     if addresses:  # the cluster's own reach is judged by open_cluster, a flag idle for its target first (walk5 W18)
         options = RemoteOptions(ssh_options=tuple(reach.ssh_options), kube_context=reach.kube_context)
     found = [parse_target(text, options=options) for text in addresses]
+    if found:  # a node named directly is judged as the job's own nodes are (walk15 A20)
+        from nodeweave.cluster.identity import refuse_foreign_reached
+
+        refuse_foreign_reached(found, _spec_here())
     absent = _unreachable_addresses(found) if dry_run else []
     if picks or every:
         from nodeweave.cli.habits.clusteropts import open_cluster
@@ -430,7 +444,9 @@ def doctor(
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
                                  "as errors. Asked from here with this machine's variables (inside a node), through --node, "
-                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3)"),
+                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3; "
+                                 "a KIND:NAME container or pod another folder's `up` made: exit 3, naming that "
+                                 "folder)"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "

@@ -26,7 +26,8 @@ EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, withou
              "the command is ended on every node still running it (SIGTERM, SIGKILL 5 s later). Exit 0: every node "
              "ended 0; else the command's own code when every node ended with the same one (one node: its code, as "
              "ssh or `docker exec` passes it on); 1: nodes that failed with different codes (all named); 124: --timeout cut a "
-             "node; 130: Ctrl-C; 2: bad input (named); 3: no engine or the cluster is not up (a command's own 2, "
+             "node; 130: Ctrl-C; 2: bad input (named; input waiting on standard input too, which no node's command "
+             "reads: `nodeweave sync` a file first, or </dev/null); 3: no engine or the cluster is not up (a command's own 2, "
              "3, 124 or 130 on every node comes back as such too: the last line says which).")
 
 
@@ -64,6 +65,11 @@ def exec_command(
                          + (f"`{exec_line(node, command)}` for a shell's {command[0]}" if shells else
                             f"`{exec_line(node, ['PROGRAM', *command])}`"))
     variables, hidden = parse_env(env, "--env")
+    from nodeweave.cluster.execute import exec_input_problem
+
+    dropped = exec_input_problem()  # refused as the command line is read, a dry run too (walk15 A29)
+    if dropped:
+        raise UsageError(dropped)
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)

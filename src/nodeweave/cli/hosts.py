@@ -21,7 +21,7 @@ from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.usertext import styled
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
-    from rich.table import Table
+    from nodeweave.tables import Table
 
 hosts_app = NodeweaveTyper(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
                            no_args_is_help=True)
@@ -217,7 +217,7 @@ def _write(path: Path, reports: list, force: bool, vendor: "str | None") -> None
 
 
 def _table(reports: list) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.hosts import describe_nics
 

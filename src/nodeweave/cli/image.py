@@ -19,7 +19,7 @@ from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
-    from rich.table import Table
+    from nodeweave.tables import Table
 
 image_app = NodeweaveTyper(help="Build and push the training images; list the variants.", no_args_is_help=True)
 image_app.command("variants")(variants)
@@ -257,7 +257,7 @@ def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kin
         if other:
             notes.append(f"{tag} now holds the image built from {other} (its spec is also named {spec.name}): this "
                          f"build replaces it there too, and that folder's next `up` runs this folder's image; give "
-                         "one of the specs another name (or image.name), or --tag")
+                         "one of the specs another name (or image.registry or image.tag), or --tag")
     return notes
 
 
@@ -357,7 +357,7 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
 
 
 def _summary(variant: str, plan, result) -> Table:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     table = Table(title=f"{variant} image", show_header=False)
     table.add_row("image", plan.image)

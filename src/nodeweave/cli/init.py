@@ -399,12 +399,15 @@ def not_a_requirements_file(path: Path) -> str:
 
 
 def left_out_note(err: UsageError) -> str:
-    """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
-    the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
-    why = next((e.problem for e in _field_errors(err) if e.field == "image.requirements"), str(err))
-    fix = "" if "is not pinned" in why else "; change that line"  # the pinned form that fits is in why (pin_form)
+    """Why the folder's requirements file is not in the spec init wrote (every line it cannot take, walk15 A25:
+    one a round read "and run init again" for each), and what brings it in: the team's dependencies would
+    otherwise drop out of the image without a word (walk3 F33)."""
+    whys = [e.problem for e in _field_errors(err) if e.field == "image.requirements"] or [str(err)]
+    # the pinned form that fits a pinned line is in its why (pin_form)
+    fix = "" if all("is not pinned" in why for why in whys) else "; change " + ("those lines" if len(whys) > 1
+                                                                              else "that line")
     return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only when every line is pinned "
-            f"and one the image can take): {why}{fix}, and run init again")
+            f"and one the image can take): {'; '.join(whys)}{fix}, and run init again")
 
 
 def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str], sysroot_given: bool) -> None:
@@ -545,7 +548,7 @@ def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
         nodes=nodes, gpus=_gpus(seen, launcher)[0], gpu_note=_gpus(seen, launcher)[1],
         launcher=launcher, network=network, **_launcher_lines(launcher, script),
-        requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
+        requirements=(f"  requirements: {_scalar(requirements)}  # installed into the image (every line pinned)\n"
                       if requirements else "")) + hosts
 
 
@@ -556,16 +559,25 @@ def _launcher_lines(launcher: str, script: str) -> dict:
     import json
 
     if script.startswith("/"):  # walk14a A11: an absolute path is none of this folder's, whatever the launcher
-        return {"script": script, "script_note": "an absolute path: the image's (this folder is at workspace.path)",
+        return {"script": _scalar(script), "script_note": "an absolute path: the image's (this folder is at "
+                "workspace.path)",
                 "args": "[]"}
     if launcher != "command" or "/" in script:
-        return {"script": script, "script_note": "relative to workspace.path (this folder, mounted there)",
+        return {"script": _scalar(script), "script_note": "relative to workspace.path (this folder, mounted there)",
                 "args": "[]"}
     if script.endswith(".py"):
         return {"script": "python", "script_note": "launcher command: the program, found through PATH",
                 "args": f"[{json.dumps(script)}]  # relative to workspace.path (this folder, mounted there)"}
-    return {"script": f"./{script}", "script_note": "launcher command: an executable of the workspace (#! line)",
+    return {"script": _scalar(f"./{script}"), "script_note": "launcher command: an executable of the workspace (#! line)",
             "args": "[]"}
+
+
+def _scalar(text: str) -> str:
+    """``text`` as a YAML scalar that reads back as this very string: a file named ``3`` or ``true`` is written
+    quoted (walk15 A2: the spec's rule refuses a plain number where a path goes, and init wrote it plain)."""
+    import yaml
+
+    return yaml.safe_dump(text, width=1 << 30, allow_unicode=True).split("\n", 1)[0]
 
 
 def _label(text: str) -> str:

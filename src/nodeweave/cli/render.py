@@ -253,7 +253,7 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
     """One line (exit 2) when this render would change files that ``out_dir``'s record says another job's render
     wrote (a mistyped ``--out`` naming a sibling project): they carry the header, so the mark alone let them be
     replaced, and that project's ``up`` would then start this job (walk7 A14). ``--force`` replaces them. In another
-    folder than the spec's, a file the record does not name is the job's that folder's nodeweave.yaml names.
+    folder than the spec's that holds a spec of its own, every file is that project's, whatever job it names.
 
     ``spec_path`` (given when ``out_dir`` is the spec's own folder): there another job's render is refused only while
     another spec in that folder still names that job (``render all --spec b.yaml`` beside a.yaml's render, issue 43
@@ -262,12 +262,19 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
 
     recorded = {path: entry_job for path, _, _, entry_job in files_phase.recorded}
     by = f"its {RECORD}"
-    if spec_path is None:  # another folder: a file no record names is the job of the spec there (walk11 A13: a
-        # fresh clone of a sibling project has no .nodeweave/, git ignores it, and its files were all replaced)
-        there = folder_spec_job(out_dir)
-        if there not in (None, job):
-            recorded = {f.path: recorded.get(f.path) or there for f in files_phase.files}
-            by = (f"its {RECORD} and " if files_phase.recorded else "") + f"its nodeweave.yaml (name: {there})"
+    if spec_path is None and folder_spec(out_dir) is not None:  # another project: its files are its spec's,
+        # whatever the record says and whatever its name (walk11 A13: a fresh clone of a sibling project has no
+        # .nodeweave/; walk15 A7: two teammates' copies of one spec share the job name, and bob's render replaced
+        # alice's files, where a spec named otherwise was refused)
+        changed = [f for f in files_phase.files if f.status == "changed"]
+        if changed:
+            spec_there = folder_spec(out_dir)
+            there = folder_spec_job(out_dir)
+            named = f"{spec_there.name}, name: {there}" if there else spec_there.name
+            raise UsageError(f"{out_dir} is another project's folder (it holds its own spec, {named}): "
+                             f"{len(changed)} file(s) of its render this render would change; rendering this spec (job "
+                             f"{job}) there would replace them, and that folder's `up` would start this spec's job; "
+                             "give another --out, or --force to replace them with this spec's render")
     theirs = sorted({recorded[f.path] for f in files_phase.files
                      if f.status == "changed" and recorded.get(f.path) not in (None, "", job)})
     owners = {}
@@ -285,6 +292,12 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
         raise UsageError(f"{out_dir} holds job {', '.join(theirs)}'s render ({count} file(s) this render would "
                          f"change, by {by}): rendering {job} there would replace it, and that folder's `up` "
                          f"would start {job}; give another --out, or --force to replace it with {job}'s")
+
+
+def folder_spec(folder: Path) -> "Path | None":
+    """The spec that folder's verbs read (its nodeweave.yaml, or a nodeweave.yml no verb reads but a person meant),
+    or None: a folder holding one is a project of its own."""
+    return next((folder / name for name in ("nodeweave.yaml", "nodeweave.yml") if (folder / name).is_file()), None)
 
 
 def folder_spec_job(folder: Path) -> "str | None":

@@ -152,6 +152,9 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
         refuse_busy(backend, nodes, "run")  # before a run folder is made (walk10 C1: each node refused it)
+    lacking = profiler_lacking(profile, spec, backend, nodes) if profile is not None else ""
+    if lacking and not dry_run:
+        raise UsageError(f"{lacking}; nothing was started")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     from nodeweave.cli.habits.dashes import unexpanded_note
 
@@ -164,7 +167,8 @@ def run_command(
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     said += [f"the real run would end with exit 2: {missing}"] if missing else []
     said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
-    if profile is not None:
+    said += [f"the real run would end with exit 2: {lacking}"] if lacking else []
+    if profile is not None and not lacking:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
                                                                backend.target if backend.image_variant !=
@@ -315,6 +319,35 @@ def profiler_note(profile: str, variant: str, target: str = "") -> str:
             f"unless the image holds {profile}, every node stops before the launch with exit 127 ("
             + ("the local target runs the cpu variant whatever the spec builds: `nodeweave up --image REF` names "
                "one that holds it" if target == "local" else f"variants for {wanted}: {fits}") + ")")
+
+
+def profiler_lacking(profile: str, spec, backend, nodes) -> str:
+    """Why ``--profile`` is refused before any node starts: the nodes' image variant is built for another vendor
+    (``profiler_note``) and node 0, asked, has no such profiler on PATH, which every node's start would refuse with
+    exit 127 after the nodes started (walk15 A34); "" where the vendors agree, launcher.setup may put it on PATH (as
+    the node's own rule lets it), or node 0 does not answer (not up: the note says what the image lacks)."""
+    import subprocess
+
+    if not nodes or spec.launcher.setup or not profiler_note(profile, backend.image_variant, backend.target):
+        return ""
+    probe = f"command -v {profile} >/dev/null 2>&1 && echo nodeweave-has || echo nodeweave-lacks"
+    try:
+        asked = subprocess.run(nodes[0].exec_argv(["sh", "-c", probe]), capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    if "nodeweave-lacks" not in asked.stdout.split():
+        return ""
+    from nodeweave.catalogue import VARIANTS
+
+    wanted = PROFILER_VENDOR[profile]
+    fits = ", ".join(key for key, v in VARIANTS.items() if v.vendor == wanted)
+    return (f"--profile {profile}: {nodes[0].name}'s image holds no {profile} (not on PATH there): its nodes run image "
+            f"variant {backend.image_variant}, built for {VARIANTS[backend.image_variant].vendor}, and {profile} "
+            f"traces {wanted} GPUs, so every node would stop before the launch with exit 127; accepted: a run "
+            f"without --profile, nodes on a variant built for {wanted} ({fits}), or "
+            + ("`nodeweave up --image REF` with an image that holds it (the local target runs the cpu variant "
+               "whatever the spec builds)" if backend.target == "local" else "an image that holds it"))
 
 
 def recovery_shape_note(spec, count: Optional[int], node: List[str], everyone=None) -> str:

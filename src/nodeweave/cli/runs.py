@@ -61,7 +61,7 @@ def ls_command(
     as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.runs.history import list_runs
 
@@ -215,7 +215,7 @@ def sweep_ranking(entries, metric, lower_is_better: bool):
 
 
 def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: bool = False) -> None:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.cluster.sweep import compile_metric
     from nodeweave.runs.chart import file_chart, terminal_chart
@@ -290,13 +290,16 @@ LAST_LINE_BYTES = 64 * 1024
 
 
 def _last_line(log: Path) -> Optional[str]:
+    """The log's last line that says something (``symptoms.last_said``: never a banner rule, walk15a A12)."""
+    from nodeweave.entrypoint.running.symptoms import last_said
+
     try:
-        lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES, own=True).splitlines() if line.strip()]
+        said = last_said(bounded.read_tail(log, LAST_LINE_BYTES, own=True))
     except bounded.NotOwnFile as err:  # shown as what it is, never read through (as logs --run refuses it)
         return f"({log.name} {err.strerror})"
     except OSError:
         return None
-    return lines[-1][:200] if lines else None
+    return said[:200] if said else None
 
 
 STOP_LINE = re.compile(r"nodeweave-entrypoint: stopped on SIG[A-Z]+")  # a node's own word on a stop it was sent
@@ -340,7 +343,7 @@ def _cause(log: Path) -> Optional[str]:
 
 
 def _print_run(shown: dict, wide: bool) -> None:
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.runs.goodput import lines as goodput_lines
 

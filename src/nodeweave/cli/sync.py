@@ -24,9 +24,12 @@ exec channel where peers cannot connect; rsync where it pays or python3 is missi
 every target's content digest and git commit are checked against the source. Nodes synced
 before keep a resident agent: the next sync execs into the first target only. Exit 0: every
 target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
-or the cluster is not up (a dry run notes it and exits 0, as every verb's). --json prints JSON on stdout; everything else goes to stderr.
+or the cluster is not up (a dry run notes it and exits 0, as every verb's), or a node named directly
+is a container or pod another folder's `nodeweave up` made (its mark says which; docs/cluster.md).
+--json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
-what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
+what NODEWEAVE_PLAN_RECORD=FILE records of a real sync, and every path each target would be sent,
+would_move), then what would move where (-o wide: every path, none cut to a few).
 """.replace("{default_target}", DEFAULT_TARGET_TEXT)
 
 
@@ -62,7 +65,7 @@ def sync_command(
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
     default_excludes: bool = typer.Option(True, "--default-excludes/--no-default-excludes", help="Leave out caches, venvs, .git and checkpoints"),
     gitignore: bool = typer.Option(True, "--gitignore/--no-gitignore", help="In a git checkout, also leave out what git ignores"),
-    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, the job token, ...); turns default relay off (refused with --relay)"),
+    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, prod.env, *.pem, .ssh/, the job token, ...); turns default relay off (refused with --relay)"),
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once (execs started at once; through the head, one round takes every target)"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only; refused with --method stream or tar)"),
@@ -148,13 +151,21 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
     from nodeweave.sync.display import run_and_show
     from nodeweave.sync.syncplan import SyncSession, sync_plan
 
-    plan = sync_plan(req)
+    plan = sync_plan(req, full=fmt == "wide")
     if req.options.dry_run:
         from dataclasses import replace
 
-        show_plan(replace(plan, notes=(*plan.notes, *req.notes)), fmt)
-        if not req.notes:  # the targets are up: ask each what would move
-            run_and_show(req, "table", stderr=is_data(fmt))
+        from nodeweave.cli.habits.output import emit
+        from nodeweave.sync.display import would_move
+
+        plan = replace(plan, notes=(*plan.notes, *req.notes))
+        if req.notes or not is_data(fmt):  # not up, or a person reading: the plan, then what would move
+            show_plan(plan, fmt)
+        if req.notes:
+            return
+        results = run_and_show(req, "wide" if fmt == "wide" else "table", stderr=is_data(fmt))
+        if is_data(fmt):  # one document: the plan and every path each target would be sent (walk15a A31)
+            emit({**plan.to_dict(), "would_move": would_move(results)}, fmt)
         return
     for note in req.left_out:  # what the plan's notes say, said before the real sync too
         typer.echo(f"nodeweave: note: {note}", err=True)

@@ -35,7 +35,7 @@ def variants(
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
     from nodeweave.usertext import console as people_console
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     records = variant_records()
     fmt = data_format(as_json, output)

@@ -154,9 +154,11 @@ def ask_status(node: Node, command: List[str], timeout: float = 60) -> NodeAnswe
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         return NodeAnswer(node, None, str(err))
-    if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        return NodeAnswer(node, None, lines[-1][:300] if lines else f"exit {out.returncode}")
+    if out.returncode != 0:  # its last line that says something, never a rule (walk15a A12)
+        from nodeweave.entrypoint.running.symptoms import last_said
+
+        said = last_said(out.stderr or out.stdout)
+        return NodeAnswer(node, None, said[:300] if said else f"exit {out.returncode}")
     try:
         return NodeAnswer(node, json.loads(out.stdout.strip().splitlines()[-1]))
     except (ValueError, IndexError):
@@ -299,9 +301,11 @@ class Backend(abc.ABC):
             phases.append(check(nodes))
         return Plan("up", self.where, tuple(phases), notes, image=self._up_image(image))
 
-    def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
+    def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = (),
+                  idle: Optional[str] = None) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
-        has (their backend, why), taken down first."""
+        has (their backend, why), taken down first. ``idle``: why nothing of this name is up (``nothing_up_line``):
+        then only the old names are taken down, and nothing is written for this one (walk15 A16)."""
         from nodeweave.cluster.phases import step_phases
         from nodeweave.plan import FilesPhase, Plan
 
@@ -312,6 +316,8 @@ class Backend(abc.ABC):
             notes += (why,)
             earlier += [FilesPhase(f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
             earlier += step_phases(old._down_steps(delete_claims))
+        if idle is not None:
+            return Plan("down", self.where, tuple(earlier), (*notes, idle))
         files = self._refused_in_the_way(self._down_files(delete_claims))
         planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
         return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
@@ -405,6 +411,11 @@ class Backend(abc.ABC):
     def made_count(self) -> Optional[int]:
         """How many node containers the cluster up here was made with (what ``up`` rendered and started), where the
         target keeps that beside the spec; None: not known here (the platform's own count is the nodes')."""
+        return None
+
+    def made_stale(self) -> Optional[bool]:
+        """Whether what the nodes were made from (the compose file ``up`` started them from) is no longer what the spec
+        renders: True, the nodes do not see a change of the spec; None: not known here (nothing kept beside it)."""
         return None
 
     def metrics_url(self) -> Optional[str]:

@@ -122,16 +122,55 @@ class Execution:
         """The one node's interactive shell: this process becomes its exec client. Its stdin must be a terminal:
         without one ``podman exec -it`` or ``ssh -t`` waits for input forever (walk10 C6); refused, exit 2, naming
         ``exec`` for a script, as ``docker exec -it`` refuses "the input device is not a TTY"."""
-        import sys
-
-        if not sys.stdin.isatty():
+        said = shell_input_problem()
+        if said:
             from nodeweave.errors import UsageError
 
-            raise UsageError("shell's input is not a terminal (a pipe, a file, </dev/null: a script or CI step), and "
-                             "an interactive shell needs one; accepted: a terminal, or for a script `nodeweave exec "
-                             "--node N -- CMD` (one command on that node, its output and exit code back)")
+            raise UsageError(said)
         argv = list(phase.nodes[0].argv)
         os.execvp(argv[0], argv)
+
+
+def shell_input_problem() -> str:
+    """Why ``shell`` cannot open its interactive shell with this standard input (not a terminal), or "": said by the
+    real shell and by its dry run (walk15 A29: the dry run planned ``-i -t`` for a pipe)."""
+    import sys
+
+    if sys.stdin is not None and sys.stdin.isatty():
+        return ""
+    return ("shell's input is not a terminal (a pipe, a file, </dev/null: a script or CI step), and an interactive "
+            "shell needs one; accepted: a terminal, or for a script `nodeweave exec --node N -- CMD` (one command on "
+            "that node, its output and exit code back)")
+
+
+def exec_input_problem() -> str:
+    """Why ``exec`` refuses this standard input, or "": input waiting in a pipe or a file (``echo hi | nodeweave
+    exec -- cat``, ``exec -- python3 - < script.py``, ssh's and ``kubectl exec -i``'s habit) that no node's command
+    would read, where it was dropped without a word (walk15 A29). A terminal, ``</dev/null``, an empty file and a
+    pipe closed with nothing in it pass; a pipe with nothing written yet is not waited for."""
+    import select
+    import stat
+    import sys
+
+    try:
+        fd = sys.stdin.fileno() if sys.stdin is not None else -1
+        mode = os.fstat(fd).st_mode if fd >= 0 else 0
+    except (OSError, ValueError):  # no standard input at all (closed): nothing to drop
+        return ""
+    if stat.S_ISREG(mode):
+        held = os.fstat(fd).st_size > os.lseek(fd, 0, os.SEEK_CUR)
+        kind = "a file"
+    elif stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        held = bool(select.select([fd], [], [], 0)[0]) and os.read(fd, 1) != b""  # EOF: an empty, closed pipe
+        kind = "a pipe"
+    else:
+        return ""
+    if not held:
+        return ""
+    return (f"exec passes no standard input on, and {kind} is waiting on it: the command on each node would read "
+            "none; accepted: a file copied to the nodes first (`nodeweave sync`, then `nodeweave exec -- python3 "
+            "script.py`), the text in the command (`nodeweave exec -- sh -c '...'`), or </dev/null to say no input "
+            "is meant (a `while read` loop's exec)")
 
 
 def execute(plan: Plan, job: Execution) -> Execution:
@@ -283,6 +322,6 @@ def write_files(phase: FilesPhase, spec_dir: Path, say: Callable[[str], None]) -
     write_all([(spec_dir / f.path, f.content) for f in phase.files if f.content is not None])
     for planned in phase.files:
         if planned.content is None:
-            token.rotate(spec_dir / planned.path)
+            token.rotate(spec_dir / planned.path, planned.mode)
     for planned in phase.files:
         say(f"wrote {planned.path} ({planned.what})")

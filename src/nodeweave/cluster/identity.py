@@ -163,3 +163,109 @@ def _recorded_owner(mine: JobMark) -> Optional[str]:
     except (OSError, ValueError, AttributeError):
         return None
     return made.get("owner") if isinstance(made, dict) else None
+
+
+def refuse_foreign_reached(targets, spec_path: Optional[Path]) -> None:
+    """The one check of a node named directly (``--node KIND:NAME``, ``--compose-project``, ``--statefulset``,
+    ``--selector``: sync and ``doctor --cluster``) that every verb reaching the job's own nodes makes through its
+    target (walk15 A20: ``sync --node podman:train-0`` in bob's folder replaced alice's train.py, where exec, logs,
+    shell and stop refused the same address): a container or pod another folder's ``up`` marked is that job, and
+    on this machine its /workspace is the other folder itself. Refused, exit 3, as :func:`foreign_owner` says it;
+    with no spec here, any folder's mark is another folder's. An object with no mark (a container of your own) is
+    reached as before, and so is an ssh host (a bare host's mark lies in a remote folder no address names); a
+    container on a host (``ssh+docker:HOST/NAME``) is judged by its labels, asked of that host's engine over ssh."""
+    found = reached_marks(targets)
+    if not any(found.values()):
+        return
+    mine = _mark_here(spec_path)
+    if mine is not None:
+        foreign_owner(mine, {name: mark for name, mark in found.items() if mark is not None}, "node")
+        return
+    name, mark = sorted((n, m) for n, m in found.items() if m is not None)[0]
+    raise EnvironmentProblem(f"{name} was started by `nodeweave up` in {mark.folder} (job {mark.job}), and this "
+                             f"folder ({Path.cwd()}) holds no spec of that job: nodeweave acts only on what a folder's "
+                             f"`up` made; run the verb in {mark.folder}")
+
+
+def _mark_here(spec_path: Optional[Path]) -> Optional[JobMark]:
+    """This folder's job mark, from its spec; None where there is none or it does not load (nothing is this
+    folder's job then)."""
+    from nodeweave.errors import NodeweaveError
+    from nodeweave.specpath import is_stream, spec_folder
+
+    if spec_path is None or not (Path(spec_path).is_file() or is_stream(Path(spec_path))):
+        return None
+    from nodeweave.spec import load_spec
+
+    try:
+        return JobMark.of(spec_folder(Path(spec_path)), load_spec(Path(spec_path)).name)
+    except NodeweaveError:
+        return None
+
+
+def reached_marks(targets) -> "dict[str, Optional[FoundMark]]":
+    """{address: its mark} for each container (of this machine's engine, or of a host's over ssh) and each pod among
+    ``targets``, one inspect per engine and one get per namespace; what does not answer or is another kind is left
+    out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    groups: "dict[tuple, list]" = {}
+    for target in targets:
+        if getattr(target, "engine", False):
+            groups.setdefault(("engine", target.tool), []).append(target)
+        elif hasattr(target, "container_name"):  # ssh+docker:HOST/NAME: that host's engine is asked over ssh
+            groups.setdefault(("host", target.engine_cli, target.ssh_host, target.options), []).append(target)
+        elif getattr(target, "namespaced", False):
+            groups.setdefault(("pod", target.kind, target.namespace, target.options.kube_context), []).append(target)
+    found: "dict[str, Optional[FoundMark]]" = {}
+    if groups:  # every engine and namespace asked at once: one ssh round per host, not one after another
+        with ThreadPoolExecutor(max_workers=min(16, len(groups))) as pool:
+            for marks in pool.map(lambda group: _marks_of(*group), groups.items()):
+                found.update(marks)
+    return found
+
+
+def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
+    """:func:`reached_marks` for one engine (this machine's, or a host's) or one namespace's pods."""
+    import json
+    import subprocess
+
+    found: "dict[str, Optional[FoundMark]]" = {}
+    by_name = {getattr(t, "container_name", t.name): t for t in members}
+    if key[0] in ("engine", "host"):
+        inspect = [key[1], "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
+                   *by_name]
+        argv = members[0].on_host(inspect) if key[0] == "host" else inspect
+    else:
+        argv = [*members[0].cli_argv("get", members[0].options, members[0].namespace), "pods", *by_name,
+                "--ignore-not-found", "-o", "json"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return found
+    if key[0] in ("engine", "host"):  # one line per container found (docker writes its name with a leading /)
+        for line in out.stdout.splitlines():
+            try:
+                name_text, labels_text = line.split(" ", 1)
+                name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
+            except ValueError:
+                continue
+            if name in by_name:
+                found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
+        return found
+    if out.returncode != 0:  # no API at all: said once, exit 3, as the verb would say it after its own try
+        from nodeweave.failures import api_cut_off
+
+        cut_off = api_cut_off([(t.label, out.stderr) for t in members], "nothing done on")
+        if cut_off is not None:
+            raise cut_off
+    try:
+        answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
+    except ValueError:
+        return found
+    items = answer.get("items", [answer]) if isinstance(answer, dict) else []
+    for item in items:
+        meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
+        if meta.get("name") in by_name:
+            found[by_name[meta["name"]].label] = mark_of(meta.get("annotations") or {}, kube=True)
+    return found

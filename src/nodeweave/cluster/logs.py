@@ -331,9 +331,10 @@ def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Con
                           ended.get(node.index, time.monotonic() - start), last[node.index],
                           ended=found.get(node.index, "not asked") if i in cut and stoppers else None)
                for i, (node, proc) in enumerate(zip(nodes, procs))]
-    from nodeweave.entrypoint.running.symptoms import cause
+    from nodeweave.entrypoint.running.symptoms import cause, last_said
 
-    for result in results:
+    for result in results:  # its last line that says something, never a banner rule (walk15a A12)
+        result.last_line = last_said("\n".join(tails[result.node.index])) or result.last_line
         if result.exit_code is not None and result.exit_code != 0:
             result.cause = cause("\n".join(tails[result.node.index]))
     return results

@@ -25,16 +25,115 @@ def not_up(backend: Backend, nodes: List[Node]) -> Dict[int, str]:
 def count_changed(backend: Backend) -> Optional[str]:
     """The spec's node count against the one the cluster up here was made with, when they differ: the nodes past
     the made ones were never made (walk14 A14: `nodes: 2` -> `3` while up made node-2 "down (missing)", with a hint
-    to read its last output, and exec and logs said the job "is not up" while its two nodes held)."""
+    to read its last output, and exec and logs said the job "is not up" while its two nodes held). The other
+    fields changed since are named too (:func:`spec_changed`)."""
     made = backend.made_count()
     wanted = backend.spec.containers
     if made is None or made == wanted:
         return None
-    up = "`nodeweave up --hold`" if backend.holds else "`nodeweave up`"
-    compose = backend.state.shown(backend.compose_file) if hasattr(backend, "state") else "its compose file"
+    others = [f for f in changed_fields(backend) if not f.startswith("nodes ")]
     return (f"{backend.spec_path.name} now asks for {wanted} node container(s) and {backend.spec.name} is up with "
-            f"{made} (what `nodeweave up` made: {compose}): {up} applies it, recreating every node (what sync and "
-            f"exec put outside the mounts is lost)")
+            f"{made} (what `nodeweave up` made: {_made_file(backend)})"
+            + (f", and changed {', '.join(others)} since" if others else "") + f": {_applies(backend)}")
+
+
+def spec_changed(backend: Backend) -> Optional[str]:
+    """The spec changed since ``up`` made the nodes, in what the nodes were made from (the local target's compose
+    file: ``Backend.made_stale``), the node count aside (:func:`count_changed` says that one): held nodes do not see
+    it, and run, exec and status say so, naming the fields (walk15 A17: `gpus_per_node: 1` -> `2` and a new `env`
+    ran with one process a node and no variable, under "plans agree"). None: nothing changed, or not known here."""
+    if _made_record(backend) is None or not backend.made_stale() or count_changed(backend):
+        return None
+    fields = changed_fields(backend)
+    said = ", ".join(fields) if fields else "what the nodes are made from"
+    return (f"{backend.spec_path.name} changed since `nodeweave up` made {backend.spec.name}'s nodes ({said}): the "
+            f"nodes run as up made them ({_made_file(backend)}); {_applies(backend)}")
+
+
+def note_spec_changed(backend: Backend) -> None:
+    """:func:`spec_changed`'s line on stderr, once per command, before a verb reaches the nodes."""
+    import sys
+
+    if getattr(backend, "_spec_change_said", False):
+        return
+    backend._spec_change_said = True
+    line = spec_changed(backend)
+    if line:
+        print(f"nodeweave: note: {line}", file=sys.stderr)
+
+
+def ran_spec_text(backend: Backend) -> Optional[str]:
+    """The spec text the held nodes were made from, where it is not the spec's text now (the run folder's
+    spec.yaml is what the nodes ran: walk15 A17); None: the spec now is what they run, or it is not recorded."""
+    if not backend.made_stale():
+        return None
+    return _made_spec_text(backend)
+
+
+def _made_record(backend: Backend) -> Optional[dict]:
+    """What this folder's ``up`` recorded it made for the job (None: nothing up, or a record the verbs' own reading
+    of it names as damaged)."""
+    from nodeweave.cluster.options import load_made
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        return load_made(backend.spec_path, backend.spec.name)
+    except NodeweaveError:
+        return None
+
+
+def _made_spec_text(backend: Backend) -> Optional[str]:
+    made = _made_record(backend)
+    return made.get("spec_text") if made else None
+
+
+def changed_fields(backend: Backend) -> "list[str]":
+    """Each field of the spec file that differs from the text ``up`` recorded (``made.spec_text``), dotted
+    (``gpus_per_node 1 -> 2``, ``env.WALK_X (unset) -> "hello"``); none where up recorded no text."""
+    import yaml
+
+    from nodeweave.errors import NodeweaveError
+    from nodeweave.spec.loader import read_spec_text
+
+    then = _made_spec_text(backend)
+    if then is None:
+        return []
+    try:
+        old, new = yaml.safe_load(then), yaml.safe_load(read_spec_text(backend.spec_path))
+    except (yaml.YAMLError, NodeweaveError, OSError):
+        return []
+    found: "list[str]" = []
+    _differ(old, new, "", found)
+    return found
+
+
+_UNSET = object()
+
+
+def _differ(old, new, path: str, found: "list[str]") -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            _differ(old.get(key, _UNSET), new.get(key, _UNSET), f"{path}.{key}" if path else str(key), found)
+    elif old != new:
+        found.append(f"{path} {_shown(old)} -> {_shown(new)}")
+
+
+def _shown(value) -> str:
+    import json
+
+    if value is _UNSET:
+        return "(unset)"
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _made_file(backend: Backend) -> str:
+    return backend.state.shown(backend.compose_file) if hasattr(backend, "state") else "its compose file"
+
+
+def _applies(backend: Backend) -> str:
+    up = "`nodeweave up --hold`" if backend.holds else "`nodeweave up`"
+    return f"{up} applies it, recreating every node (what sync and exec put outside the mounts is lost)"
 
 
 def down_line(backend: Backend, nodes: List[Node], verb: str, down: "dict | None" = None) -> Optional[str]:
@@ -149,6 +248,7 @@ def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]
     nodes = backend.nodes(dry_run=dry_run)
     if not nodes:
         raise EnvironmentProblem(no_nodes_line(backend, verb) + renamed_tail(backend))
+    note_spec_changed(backend)
     return nodes
 
 
@@ -178,10 +278,13 @@ def _run_there(backend: Backend) -> Optional[str]:
 
 
 def made(backend: Backend) -> dict:
-    """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it."""
+    """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it; the spec's text, which
+    the verbs compare the spec with (:func:`spec_changed`)."""
+    from nodeweave.spec.loader import read_spec_text
+
     return {"job": backend.spec.name, "folder": backend.mark.folder, "owner": backend.mark.owner,
             "spec": backend.spec_path.resolve().name, "target": backend.target, "where": backend.where,
-            **backend.recorded}
+            "spec_text": read_spec_text(backend.spec_path), **backend.recorded}
 
 
 def leftover_steps(nodes: List[Node]) -> list:

@@ -506,7 +506,8 @@ def forget_allocation(spec_path: Path, name: str) -> None:
 # What ``up`` made, beside what it was told: the job's name, the folder's mark, the namespace or compose project
 # it made them in, and the spec file. Verbs act on this (a renamed job, a changed namespace); ``down`` drops it.
 MADE = "made"
-MADE_FIELDS = ("job", "folder", "owner", "spec", "target", "namespace", "project", "where", "engine", "engine_host")
+MADE_FIELDS = ("job", "folder", "owner", "spec", "target", "namespace", "project", "where", "engine", "engine_host",
+               "spec_text")
 
 
 def record_made(spec_path: Path, name: str, options: ClusterOptions, made: dict) -> Path:

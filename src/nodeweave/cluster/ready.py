@@ -17,7 +17,7 @@ from typing import Dict, List
 
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
+from nodeweave.tables import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.steps import fan_out

@@ -90,11 +90,12 @@ class RunFolder:
     @classmethod
     def create(cls, parent: Path, job: str, spec_text: str, suffix: str = "") -> "RunFolder":
         """A new folder ``<parent>/<UTC time>-<job><suffix>`` (``-2``, ``-3``... if that second is taken)."""
+        from nodeweave.jobstate import RUNS_GITIGNORE, make_own_folder
         from nodeweave.rootwrites import note_root_writes
 
         base = f"{utc_stamp()}-{job}{suffix}"
         note_root_writes(parent, "the run folders")
-        parent.mkdir(parents=True, exist_ok=True)
+        make_own_folder(parent, RUNS_GITIGNORE)
         for n in range(1, 1000):
             name = base if n == 1 else f"{base}-{n}"
             try:

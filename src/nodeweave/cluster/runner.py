@@ -7,7 +7,8 @@ exec clients run in sessions of their own: a Ctrl-C reaches nodeweave only,
 which then stops the job on every node the way ``nodeweave stop`` does
 (``nodeweave-entrypoint --node stop``: SIGTERM to every process of the run,
 SIGKILL after the grace). The first node to fail stops the others the same
-way; a client still running ``grace + 20`` s after a stop began is killed
+way (one its own entrypoint stopped because another failed, exit 5, is not
+the one named: ``failed_first``); a client still running ``grace + 20`` s after a stop began is killed
 here. Every line is written to the node's log in the run folder as it
 arrives and shown with a ``[node-i]`` prefix.
 """
@@ -233,18 +234,26 @@ class Runner:
                     self._say(f"{run.node.name} ended with {exit_text(run.code)}; recovery is on: node 0 decides "
                               "what follows")
                 elif run.code != 0 and self.first_failure is None and self.stop_began is None:
-                    self.first_failure = run
-                    if told_the_others_to_stop(run.tail):  # `nodeweave stop --node N` (walk12c C3)
-                        # its entrypoint tells the others to stop, and each says the exit it ends with (5): a stop
-                        # sent from here at once cut that short (node 0 "exit 5" in its log, 137 in the record)
-                        self.stop_due = time.monotonic() + self.request.grace + STOP_MARGIN
-                        self._say(f"{run.node.name} ({run.node.remote.label}) was stopped ({exit_text(run.code)}): "
-                                  "its entrypoint tells the other nodes to stop; stopping them from here too if they "
-                                  f"have not ended in {self.request.grace + STOP_MARGIN:.0f} s")
-                        continue
-                    self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping "
-                              f"the other nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
-                    self._stop_all()
+                    self._first_end(run)
+
+    def _first_end(self, run: NodeRun, stopping: str = "") -> None:
+        """The first node to end badly: the others stopped from here at once, or, where its entrypoint already
+        has them stop (it was sent a stop, walk12c C3; it was stopped because another node failed, walk15a A11),
+        only if they have not ended by themselves after the grace: a stop sent at once cut their own word short.
+        ``stopping``: what else a stop from here does (a Slurm step's scancel)."""
+        self.first_failure = run
+        later = self.request.grace + STOP_MARGIN
+        told = ("was stopped ({}): its entrypoint tells the other nodes to stop" if told_the_others_to_stop(run.tail)
+                else "ended with {}: its entrypoint stopped it because another node failed; that node ends by "
+                "itself" if stopped_for_a_peer(run) else None)
+        if told is not None:
+            self.stop_due = time.monotonic() + later
+            self._say(f"{run.node.name} ({run.node.remote.label}) {told.format(exit_text(run.code))}; stopping "
+                      f"the others from here too if they have not ended in {later:.0f} s")
+            return
+        self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping the other "
+                  f"nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s{stopping})")
+        self._stop_all()
 
     def _enforce(self) -> None:
         if self.stop_due is not None and self.stop_began is None and time.monotonic() >= self.stop_due:
@@ -309,12 +318,15 @@ class Runner:
         if self.interrupted:
             return "interrupted: " + noted(self.runs)
         if self.first_failure is not None:
-            f = self.first_failure
+            f = failed_first(self.runs)
             others = noted(r for r in self.runs if r is not f)
             last = f" ({failure_line(f.tail)})" if f.tail else ""
             return (f"{f.node.name} ({f.node.remote.label}) failed first, {exit_text(f.code)} after {f.ended:.1f} s"
                     f"{last}; stopped the others: {others}")
         bad = [r for r in self.runs if r.code != 0]
+        if bad and self.exit_code == 0:  # recovery: node 0 saw the job through (walk15a A28: "failed:", exit 0)
+            return (f"ok: the job ended well on {self.runs[0].node.name} (exit 0; recovery on); ended on the way: "
+                    f"{noted(bad)}")
         if bad:
             return "failed: " + noted(bad)
         return f"every node exit 0 in {max(r.ended or 0 for r in self.runs):.1f} s"
@@ -331,6 +343,23 @@ def told_the_others_to_stop(tail) -> bool:
     last = list(tail)[-5:]
     return any("nodeweave-entrypoint: stopped on SIG" in line and "the others are told to stop" in line
                for line in last)
+
+
+def stopped_for_a_peer(run: NodeRun) -> bool:
+    """Whether a node ended because another failed: its entrypoint's exit 5 (``EXIT_PEER_FAILED``: the heartbeat
+    stopped its launcher), which its own line says (``... failed: ...; stopping this node's launcher (exit 5``), so a
+    plain command's own exit 5 is not taken for it."""
+    from nodeweave.entrypoint.errors import EXIT_PEER_FAILED
+
+    return run.code == EXIT_PEER_FAILED and any(f"(exit {EXIT_PEER_FAILED}: " in line for line in run.tail)
+
+
+def failed_first(runs: Sequence[NodeRun]) -> NodeRun:
+    """The node named as failed first, by what each exit means, not by which one reached here first (walk15a A11:
+    node-0's exit 5, "another node failed", came a millisecond before node-1's exit 1 and was blamed): the earliest
+    to end badly of its own accord, else the earliest to end badly."""
+    bad = sorted((r for r in runs if r.code not in (0, None)), key=lambda r: r.ended or 0.0)
+    return next((r for r in bad if not stopped_for_a_peer(r)), bad[0])
 
 
 def noted(runs) -> str:
@@ -354,10 +383,9 @@ def exit_text(code: Optional[int]) -> str:
 
 
 def failure_line(tail) -> str:
-    """What a failed node's summary names of its output: the worker's own error line (``symptoms.cause``: not
-    torchrun's ``ChildFailedError`` frames, walk9 A3), else its last line."""
-    from nodeweave.entrypoint.running.symptoms import cause
+    """What a failed node's summary names of its output (``symptoms.told``): the worker's own error line (not
+    torchrun's ``ChildFailedError`` frames, walk9 A3; argparse's ``error:`` line, walk15a A12), else its last line
+    that says something (never a banner rule)."""
+    from nodeweave.entrypoint.running.symptoms import told
 
-    lines = list(tail)
-    found = cause("\n".join(lines))
-    return f"the cause: {found}" if found else f"last line: {lines[-1]}"
+    return told("\n".join(tail)) or "its output holds no line that says anything"

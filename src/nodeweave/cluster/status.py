@@ -21,7 +21,7 @@ from nodeweave.steps import fan_out
 from nodeweave.failures import tool_message
 
 if TYPE_CHECKING:  # rich is imported where the table is drawn: `status -o json` and the checks before it need none
-    from rich.table import Table
+    from nodeweave.tables import Table
 
 FAN_OUT_JOBS = 16  # node execs at once: each is a process on this machine
 
@@ -104,16 +104,29 @@ def plans_title(rows: List[dict], agree: Optional[bool]) -> str:
     return f"{down} of {len(rows)} node(s) down; {plans} among the {len(rows) - down} up"
 
 
-def problems(rows: List[dict], spec=None, made: Optional[int] = None, changed: Optional[str] = None) -> List[str]:
+def problems(rows: List[dict], spec=None, made: Optional[int] = None) -> List[str]:
     """What makes ``status`` exit 1, with what to do next (walk12c C14: `down: node-1` named nothing, where every
     other verb says what starts the nodes): nodes down, a node whose plan fails (it cannot start), plans that
-    disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows."""
+    disagree. ``spec``: the job's, whose ``launcher.mode`` the start hint follows. A spec changed since ``up``
+    (``made``: the node count up made) is no problem of the nodes: status notes it, as run and exec do (walk15 A18),
+    and the nodes past the made ones, never made, are not "down" with a last output to read (walk14 A14)."""
     from nodeweave.cluster.base import start_hint
     from nodeweave.entrypoint.nodelists import noted_ranges
 
-    found = [changed] if changed else []  # the spec's node count is not the one up made (walk14 A14): said first,
-    # and the nodes past the made ones, never made, are not "down" with a last output to read
+    found: List[str] = []
     down = [r for r in rows if not r["up"] and (made is None or _index(r["node"]) < made)]
+    book = generation_under_way(rows)
+    left = [r for r in down if book is not None and _index(r["node"]) in (book.get("left_out") or ())]
+    if left:  # recovery went on without them (walk15a A26): the run is healthy, nothing of it is to be stopped
+        down = [r for r in down if r not in left]
+        which = ",".join(str(_index(r["node"])) for r in left)
+        found.append(f"{ranges([r['node'] for r in left])} {'is' if len(left) == 1 else 'are'} down and recovery "
+                     f"left {'it' if len(left) == 1 else 'them'} out: generation {book.get('generation')} trains on "
+                     f"{ranges([f'node-{i}' for i in book.get('members') or ()])} and the run goes on (nothing to "
+                     f"stop); `nodeweave logs --container --node {which}` shows "
+                     f"{'its' if len(left) == 1 else 'their'} last output; once the run has ended, "
+                     + ("`nodeweave up`" if spec is not None and spec.launcher.mode == "hold" else
+                        "`nodeweave up --hold`") + " brings every node back")
     if down:
         named = noted_ranges((r["node"], r["platform"] or tool_message(r["error"] or "", 80)) for r in down)
         which = ",".join(str(r["node"]).rpartition("-")[2] for r in down)
@@ -153,9 +166,25 @@ def _generation(recovery: Optional[dict]) -> str:
     return f"; generation {recovery['generation']}: {recovery.get('role') or '?'}{reason}"
 
 
+def generation_under_way(rows: List[dict]) -> Optional[dict]:
+    """The recovery book (``--node status``'s ``recovery``) of a generation under way in the run in progress, as
+    the first node up that runs it holds it; None without one (no recovery, no run, or the job ended)."""
+    return next((r["recovery"] for r in rows if r.get("up") and r.get("run") and (r.get("recovery") or {}).get("decision")
+                 == "start" and r["recovery"].get("generation") is not None), None)
+
+
 def rank_text(r: dict) -> str:
-    """The rank column: the node's rank, or what a node under recovery is that does not train (``spare (2)``)."""
+    """The rank column: the node's rank, or what a node under recovery is that does not train (``spare (2)``),
+    in the generation under way where its run is one (walk15a A27: a spare training since generation 1 read
+    ``spare (2)``, the hold's plan from before it)."""
+    book = generation_under_way([r])
     role = r.get("role") or {}
+    identity = role.get("identity", r["rank"])
+    if book is not None and isinstance(identity, int):
+        members = list(book.get("members") or ())
+        if identity in members:
+            return str(members.index(identity))
+        return f"{book.get('role') or '?'} ({identity})"
     if role.get("kind") and role["kind"] != "training node":
         return f"{role['kind']} ({role.get('identity')})"
     return "-" if r["rank"] is None else str(role.get("rank", r["rank"]) if role else r["rank"])
@@ -175,7 +204,7 @@ def _gpus(gpu: Optional[dict]) -> str:
 def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Table":
     """One row per node; ``wide`` (-o wide) adds the processes per node, and keeps a down node's reason and a
     plan's errors whole instead of cut at 60 characters."""
-    from rich.table import Table
+    from nodeweave.tables import Table
 
     from nodeweave.usertext import styled
 

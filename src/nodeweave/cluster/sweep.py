@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from rich.table import Table
+from nodeweave.tables import Table
 
 from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError

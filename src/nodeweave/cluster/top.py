@@ -13,7 +13,7 @@ import urllib.request
 from typing import Optional, Tuple
 
 from rich.console import Group
-from rich.table import Table
+from nodeweave.tables import Table
 from rich.text import Text
 
 from nodeweave.cluster.base import Node
@@ -78,7 +78,7 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
         except (OSError, ValueError) as err:
             if job is not None and not isinstance(err, HTTPError):
                 return None, f"{url}: {_master_port(url, job, wait)}"
-            return None, f"{url}: {_url_failure(err)}"
+            return None, f"{url}: {_url_failure(err, url)}"
         if isinstance(live, dict) and live.get("schema") == DASHBOARD_SCHEMA:
             return None, f"{url}: {_dashboard_line(live)}"
         problem = live_problem(live)
@@ -193,9 +193,11 @@ def _dashboard_line(doc: Optional[dict]) -> str:
     return f"{said}; give --url node 0's metrics port (http://HOST:PORT, metrics.port: 9464 unless set)"
 
 
-def _url_failure(err: Exception) -> str:
-    """Why ``--url`` gave no picture, in words (no ``[Errno 111]``), with what to check."""
+def _url_failure(err: Exception, url: str = "") -> str:
+    """Why ``--url`` gave no picture, in words (no ``[Errno 111]``, no OpenSSL's ``WRONG_VERSION_NUMBER``), with
+    what to check."""
     import socket
+    import ssl
     from urllib.error import HTTPError
 
     if isinstance(err, HTTPError):
@@ -211,6 +213,8 @@ def _url_failure(err: Exception) -> str:
                     "at that path; give the port alone (http://HOST:PORT), its /status.json or its /metrics")
         return f"HTTP {err.code} {err.reason}: node 0's metrics port answered with an error (node 0's log says more)"
     reason = getattr(err, "reason", None) or err
+    if isinstance(reason, ssl.SSLError):
+        return _tls_failure(reason, url)
     if isinstance(reason, ConnectionRefusedError):
         said = "nothing listens there (connection refused)"  # node 0 serves from its check-in on (walk12b B13)
     elif isinstance(reason, (socket.timeout, TimeoutError)):
@@ -224,6 +228,30 @@ def _url_failure(err: Exception) -> str:
     return (f"{said}; is node 0 running, and is that its metrics port (metrics.port in the spec, "
             "NODEWEAVE_METRICS_PORT on a node; default 9464; a forwarded or published port: kubectl port-forward, "
             "podman port)?")  # with --url there may be no spec here for `nodeweave status` to read (walk8 B41)
+
+
+def _tls_failure(err: Exception, url: str) -> str:
+    """Why an ``https://`` URL gave no picture: node 0's metrics port serves plain HTTP, never TLS (walk15 B14: https
+    typed from habit got OpenSSL's "[SSL: WRONG_VERSION_NUMBER]"); said as that where plain HTTP answers there."""
+    from urllib.error import HTTPError
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    plain = urlunsplit(parts._replace(scheme="http", netloc=parts.netloc if parts.port else f"{parts.netloc}:443"))
+    try:
+        with urllib.request.urlopen(status_url(plain), timeout=5):
+            answered = True
+    except HTTPError:
+        answered = True  # an HTTP answer, even an error's: the port speaks plain HTTP
+    except (OSError, ValueError):
+        answered = False
+    if answered:
+        return (f"that port answers plain HTTP, not TLS (https): node 0's metrics port serves no TLS; give "
+                f"--url {plain}")
+    said = getattr(err, "reason", None) or type(err).__name__
+    return (f"no TLS (https) answer there ({said}); node 0's metrics port serves plain HTTP only: give --url "
+            f"http://HOST:PORT (a TLS proxy in front of it, an OpenShift route, needs a certificate this machine "
+            "trusts)")
 
 
 def _seconds(value) -> str:

@@ -21,7 +21,7 @@ EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id), or anoth
 EXIT_STALLED = 7       # the job stalled (a rank did not enter the collective the others waited in) for stall_timeout
 EXIT_GAVE_UP = 8       # recovery gave up: its restart budget is spent, or too few nodes are left to go on
 EXIT_NO_PROGRESS = 9   # recovery stopped: recovery.no_progress_restarts generations without a newer checkpoint
-EXIT_JOB_ERROR = 10    # recovery stopped: the script raised the same error on every node (the job's own, no node's)
+EXIT_JOB_ERROR = 10    # recovery stopped: the script failed the same way on every node (the job's own, no node's)
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) before any launcher started
@@ -33,9 +33,20 @@ EXIT_PIPE_CLOSED = 141  # stdout was closed early (`| head -1`): the rest of the
 # listed 8 and 9 and left 10 out).
 RECOVERY_ENDS = {EXIT_GAVE_UP: "when the restarts are spent or too few nodes are left",
                  EXIT_NO_PROGRESS: "after generations without progress",
-                 EXIT_JOB_ERROR: "at once when the script raises the same error on every node (or their start fails "
-                                 "alike): the job's own, no restart spent"}
+                 EXIT_JOB_ERROR: "at once when the script raises the same error or exits with the same error line on "
+                                 "every node (or their start fails alike): the job's own, no restart spent"}
 RECOVERY_FINAL = tuple(RECOVERY_ENDS)
+
+
+def fault_comes_to(what, code, recovery, whose=""):
+    """What a fault that stops every node with ``code`` (a stall's 7) comes to, for every line that says so (the
+    stall report's last line, --explain's Faults rows): under recovery a new generation, never ``code`` (walk8
+    B38, walk15b B12: the stall_timeout row read "every node stops with exit 7" under recovery)."""
+    if not recovery:
+        return f"every node stops its launcher after {what}, exit {code}"
+    return (f"after {what} every node stops its launcher, a fault for recovery, not exit {code}: its next "
+            f"generation starts{whose} (or, with no spare or minimum left to allow it, the job ends, exit "
+            f"{EXIT_GAVE_UP})")
 
 EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
@@ -58,8 +69,9 @@ EXIT_CODES = {
     EXIT_NO_PROGRESS: "recovery stopped: the no-progress brake's count of generations (--no-progress-restarts, "
                       "NODEWEAVE_NO_PROGRESS_RESTARTS, the spec's recovery.no_progress_restarts) in a row found no "
                       "newer complete checkpoint (\"3 restarts since step 4200, no newer checkpoint\"); do not requeue as is",
-    EXIT_JOB_ERROR: "recovery stopped: the script raised the same error on every node of the generation (a folder "
-                    "it cannot write, an exception in the script): the job's own error, not a node's, so no node "
+    EXIT_JOB_ERROR: "recovery stopped: the script raised the same error, or exited with the same error line, on "
+                    "every node of the generation (a folder it cannot write, an exception in the script, a mistyped "
+                    "flag): the job's own error, not a node's, so no node "
                     "was left out and no restart spent (the message names the error and the ranks' last lines)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",

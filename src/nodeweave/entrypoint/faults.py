@@ -169,8 +169,9 @@ def _stall_rows(settings, recovery, plan=None):
     elif not timeout:
         stop = "never: a stalled job runs on until someone stops it"
     else:
-        stop = f"every node stops with exit 7 after {timeout} s of a stall" + (
-            ", a fault: recovery starts a new generation" if recovery else "") + (
+        from .errors import EXIT_STALLED, fault_comes_to
+
+        stop = fault_comes_to(f"{timeout} s of a stall", EXIT_STALLED, recovery) + (
             "; a longer wait the script allows (its init_process_group timeout, a long save) is stopped as a "
             "stall too: raise stall_timeout to match")
     rows.append(_row(settings, "stall_timeout", timeout, stop))

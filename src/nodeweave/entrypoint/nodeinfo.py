@@ -9,7 +9,8 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
 - ``stop [--run ID] [--grace S]``: stops this node's runs in progress (all, or ID): those its own
   ``$TMPDIR/nodeweave/runs/`` records, or an entrypoint of that ``--run-id`` and this ``$TMPDIR`` not recorded
   yet, never another node's on the same machine; SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a
-  process outlived it;
+  process outlived it, or when the node runs its job as its main command (run mode, no ``--run-id``:
+  ``runstate.main_runs``), which it names and does not stop;
 - ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
   (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
 - ``stop --run ID`` and ``report ID`` of a run id this node never had: exit 1 with ``error`` naming it and the
@@ -36,7 +37,7 @@ import time
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
 from .hostport import host_port, http_url
 from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
-from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir,
+from .running.runstate import (HOLD_SCHEMA, alive, live_runs, main_runs, read_json, read_record, run_dir,
                                run_entrypoints, state_root, stop_runs, unrecorded_runs)
 
 NODE_SCHEMA = "nodeweave.node/1"
@@ -121,6 +122,7 @@ def status(args, env):
     runs = [{k: r.get(k) for k in ("run_id", "pid", "started", "node_rank")} for r in live_runs(env)]
     data = {"schema": NODE_SCHEMA, "now": time.time(), "hostname": os.uname().nodename,
             "mode": "hold" if hold else "run", "hold": hold, "runs": runs,
+            "main": [] if hold else [{k: m[k] for k in ("pid", "main")} for m in main_runs(env)],
             "plan": hold["plan"] if hold else _plan_now(command, env) if command else NOT_JUDGED, "gpu": gpu_usage(),
             "recovery": _recovery(env)}
     return data, EXIT_OK
@@ -210,9 +212,25 @@ def stop(args, env):
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE
+    main = main_runs(env) if wanted is None and not runs else []
+    if main:
+        return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "main": main,
+                "error": main_run_error(main)}, EXIT_FAILURE
     stopped = stop_runs(runs, grace, env=env) if runs else []
     left = any(r["left"] for r in stopped)
     return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK
+
+
+def main_run_error(main):
+    """Why ``--node stop`` stops no job that runs as the node's main command, and what does."""
+    pids = ", ".join(str(m["pid"]) for m in main)
+    where = ("the container's main process (PID 1)" if any(m["main"] for m in main) else
+             f"a process started without --run-id (pid {pids})")
+    return (f"this node runs its job as its main command (run mode: nodeweave-entrypoint, {where}), not as a run "
+            "`nodeweave run` recorded: --node stop stops only those, and nothing was stopped. To stop this job stop "
+            "the container (`nodeweave down`, or the engine's stop) or the process (`kill -TERM "
+            f"{pids}`; under recovery the other nodes read one node's SIGTERM as an eviction and wait for it); to "
+            "stop jobs by their run id, start the nodes with `nodeweave up --hold` and each job with `nodeweave run`")
 
 
 def report(args, env):

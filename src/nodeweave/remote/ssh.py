@@ -122,6 +122,10 @@ class SshEngine(Ssh):
     def host(self) -> str:
         return self.ssh_host.rpartition("@")[2]
 
+    def on_host(self, argv: "list[str]") -> "list[str]":
+        """``argv`` run on the container's host, not in it (its engine's ``inspect``), no stdin."""
+        return self._on_host(argv, stdin=False)
+
     def _on_host(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
         return [*ssh_argv(self.options, stdin, tty), self.ssh_host, "--", in_single_quotes(shlex.join(argv))]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-from rich.table import Table
+from nodeweave.tables import Table
 from rich.text import Text
 
 from nodeweave.errors import EnvironmentProblem, UsageError

@@ -38,6 +38,11 @@ from nodeweave.spec.sections import (image, job, kubernetes, metrics, network, r
 
 TOP_KEYS = ("name", "image", "nodes", "gpus_per_node", "launcher", "workspace", "cache", "network", "env",
             "kubernetes", "resources", "volumes", "security", "hosts", "slurm", "recovery", "metrics")
+# Each section's own keys (a mapping's; volumes: each item's), the one list a hint naming a spec field is held to.
+SECTION_KEYS = {"image": image.KEYS, "launcher": job.LAUNCHER_KEYS, "workspace": job.WORKSPACE_KEYS,
+                "cache": job.CACHE_KEYS, "network": network.KEYS, "kubernetes": kubernetes.KEYS,
+                "resources": resources.KEYS, "volumes": volumes.KEYS, "security": security.KEYS,
+                "slurm": security.SLURM_KEYS, "recovery": recovery.KEYS, "metrics": metrics.KEYS}
 # A spec is a page or two of YAML (the largest example is ~5 KB); past this, --spec names the wrong file
 # (a data set, a log) and reading it would take minutes, so it is refused at once.
 MAX_SPEC_BYTES = 1024 * 1024
@@ -67,6 +72,7 @@ def refuse_nodeweaves_own(path: Path, text: str) -> None:
         rendered = is_marked(text)
     refuse_run_record(path)
     refuse_own_document(path, text)
+    refuse_a_script(path, text)
     own_state = not is_stream(path) and not is_stdin(path) and STATE_DIR in Path(os.path.abspath(path)).parts
     if rendered or own_state:
         found = None if is_stream(path) or is_stdin(path) else spec_above(path)
@@ -106,6 +112,28 @@ def refuse_own_document(path: Path, text: str) -> None:
     shown = spec and os.path.relpath(spec)
     raise UsageError(f"{path} is {what}, schema {schema}, not a spec: give the spec itself"
                      f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml)'}")
+
+
+# Files a --spec names by mistake (tab completion offers train.py beside nodeweave.yaml), by their ending: each is
+# named as what it is, never answered by the YAML reader's token names (walk15 A24).
+NOT_SPECS = {".py": "a Python script", ".sh": "a shell script", ".bash": "a shell script",
+             ".ipynb": "a Jupyter notebook", ".md": "a Markdown document", ".rst": "a reStructuredText document"}
+
+
+def refuse_a_script(path: Path, text: str) -> None:
+    """A script or a document given as the spec (by its ending, or a ``#!`` line): one line naming it as what it
+    is and what --spec and launcher.script each name."""
+    what = None if is_stdin(path) or is_stream(path) else NOT_SPECS.get(Path(path).suffix.lower())
+    if what is None and text.startswith("#!"):
+        what = f"a script ({text.splitlines()[0][:60]})"
+    if what is None:
+        return
+    spec = None if is_stream(path) or is_stdin(path) else spec_above(path)
+    shown = f"here --spec {min(os.path.relpath(spec), str(spec), key=len)}" if spec else \
+        "nodeweave.yaml; `nodeweave init` writes one"
+    name = STDIN_NAME if is_stdin(path) else path
+    script = "; launcher.script names the training script" if "script" in what or "notebook" in what else ""
+    raise UsageError(f"{name} is {what}, not a spec: --spec names the cluster spec ({shown}){script}")
 
 
 STDIN_NAME = "<stdin>"
@@ -286,8 +314,10 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
 
 
 def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
-    """Every part of the file read on its own, so one run names every independent mistake (one line each); a check
-    across parts runs only when the parts it weighs were read (the first refusal of a part stops that part)."""
+    """Every part of the file read on its own, so one run names every independent mistake (one line each): within a
+    part each field, list item, mapping entry and requirements line too (``Reader.field``: walk15 A1, A23, A25); a
+    check across parts runs only when the parts it weighs were read, and a part is read for its own mistakes
+    whatever another's refusal (volumes beside a refused resources)."""
     top = r.fields(root, "", TOP_KEYS, extensions=True)
     name = r.attempt(lambda: rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME))
     launcher = r.attempt(job.launcher, r, top)
@@ -312,7 +342,9 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     net = r.attempt(network.network, r, top)
     env = r.attempt(job.env, r, top.get("env"))
     k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
-    extra = FAILED if net is FAILED else r.attempt(resources.resources, r, top, net.rdma_resources)
+    extra = r.attempt(resources.resources, r, top, None if net is FAILED else net.rdma_resources)
+    if net is FAILED:  # read for its own mistakes; its clash with the network's resources is not weighed
+        extra = FAILED
     if FAILED not in (k8s, nodes, restarts):
         r.attempt(_placeable, r, top, k8s, nodes, restarts)
     watched = r.attempt(metrics.metrics, r, top)
@@ -323,8 +355,10 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
                       None if nodes is FAILED else nodes)
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
-    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts,
-                                                                 base_dir)
+    # the volumes' own mistakes are said whatever else was refused; their mount points only against the others'
+    spec_volumes = r.attempt(volumes.volumes, r, top.get("volumes"), None if mounts is FAILED else mounts, base_dir)
+    if mounts is FAILED:
+        spec_volumes = FAILED
     if FAILED not in (launcher, restarts, workspace) and restarts.checkpoint_dir:
         mounted = None if spec_volumes is FAILED else [v.path for v in spec_volumes]
         r.attempt(_checkpoint_dir_apart, r, top, restarts.checkpoint_dir, launcher.script, workspace, base_dir,
@@ -744,8 +778,7 @@ def _mount_points(r: Reader, top: Fields, workspace: str, cache: str, extra, hos
     if hosts:
         own[HOSTFILE_DIR] = "the hosts list (compose mounts it there)"
     mounts = MountPoints(r, own)
-    for section, keys, path in (("workspace", ("path", "host_path"), workspace),
-                                ("cache", ("path", "host_path", "size"), cache)):
+    for section, keys, path in (("workspace", job.WORKSPACE_KEYS, workspace), ("cache", job.CACHE_KEYS, cache)):
         node = top.get(section)
         mounts.claim(r.fields(node, section, keys).get("path") or node, f"{section}.path", path)
     return mounts

@@ -22,6 +22,7 @@ _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _STR = "tag:yaml.org,2002:str"
+_FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
 # The only integers a spec takes: plain decimal digits. YAML 1.1 reads 010 as 8, 0x10 as 16, 8_0 as 80,
 # +5 as 5 and 1:30 as 90 (base 60); YAML 1.2 reads 0o7 as 7. Each is refused with the number to write.
@@ -115,13 +116,17 @@ class Reader:
 
     def field(self, read: "Callable[[], T]", default: T) -> T:
         """One field's value, or ``default`` when it is refused: the refusal is kept and the fields beside it are
-        still read (their own mistakes reported in the same run); the part is refused at its end (attempt)."""
+        still read (their own mistakes reported in the same run); the part is refused at its end (attempt). A
+        field of parts (a list item, a mapping) that kept a refusal of one of them and then refused itself may have
+        weighed a part read as its default: that last refusal is dropped, as :meth:`attempt` drops it."""
+        before = self.kept
         try:
             return read()
         except SpecErrors:
             raise
         except UsageError as err:
-            self.keep(err)
+            if self.kept == before:  # else the part kept is refused already
+                self.keep(err)
             return default
 
     def keep(self, error: "UsageError | str") -> None:
@@ -212,6 +217,18 @@ class Reader:
         if tag not in (_INT, _BOOL) or (tag == _INT and not _PLAIN_INT.match(bare)):
             return
         raise self.fail(node, path, f"got the string {node.value!r}; write {bare} without quotes", accepted)
+
+    def refuse_number(self, node: Node, path: str, accepted: str,
+                      check: "Optional[Callable[[str], bool]]" = None) -> None:
+        """Refuse a plain YAML number in a field of a name or a path (``registry: 5``, ``host_path: 7``): the
+        mirror of :meth:`refuse_quoted`, one rule for every such field (walk15 A2: they were taken as text, and
+        ``script: 3`` was later called a program). ``check``: the field's rule, so quotes are offered only where
+        the quoted text would be taken."""
+        if not isinstance(node, ScalarNode) or node.style is not None or node.tag not in (_INT, _FLOAT):
+            return
+        quoted = check is None or check(node.value)
+        hint = f'; write "{node.value}" in quotes if that text is meant' if quoted else ""
+        raise self.fail(node, path, f"got the number {node.value}{hint}", accepted)
 
     def refuse_unplain_int(self, node: Node, path: str, accepted: str) -> None:
         """Refuse an integer not written in plain decimal digits, naming the number YAML reads and the one to write."""

@@ -21,6 +21,9 @@ from nodeweave.systemdirs import CLUSTER_NAMESPACES_TEXT, cluster_namespace
 class Rule:
     check: Callable[[str], bool]
     accepted: str
+    # a plain YAML number is one of its values (8 cores, a tag 2024, a Slurm time of 60 minutes); a name or a path
+    # is not, and is refused in a field of one, as a quoted number is in a number's (walk15 A2)
+    numbers: bool = False
 
 
 def _full(pattern: str) -> Callable[[str], bool]:
@@ -85,7 +88,7 @@ REGISTRY = Rule(
 
 IMAGE_TAG = Rule(
     _full(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"),
-    "an image tag: 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+    "an image tag: 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'", numbers=True,
 )
 
 IMAGE_DIGEST = Rule(_full(r"sha256:[a-f0-9]{64}"), "an image digest: sha256: and 64 lowercase hex digits")
@@ -107,7 +110,7 @@ ENV_NAME = Rule(
 # Kubernetes resource.Quantity, the binary/decimal suffixes people use for storage.
 QUANTITY = Rule(
     _full(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"),
-    "a Kubernetes quantity such as 100Gi, 500G or 2Ti",
+    "a Kubernetes quantity such as 100Gi, 500G or 2Ti", numbers=True,
 )
 
 # Linux IFNAMSIZ is 16 including the NUL; '/', ':' and whitespace are not allowed.
@@ -145,7 +148,7 @@ LABEL_KEY = Rule(
 LABEL_VALUE = Rule(
     _full(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?"),
     "a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
-    "starting and ending with a letter or digit",
+    "starting and ending with a letter or digit", numbers=True,
 )
 
 VARIANT_NAME = Rule(
@@ -165,7 +168,7 @@ def absolute_path(value: str) -> bool:
 # Kubernetes CPU quantities: whole or decimal cores, or millicores (500m).
 CPU = Rule(
     _full(r"([0-9]+(\.[0-9]{1,3})?|[0-9]+m)"),
-    "a CPU quantity: cores such as 8 or 1.5, or millicores such as 500m",
+    "a CPU quantity: cores such as 8 or 1.5, or millicores such as 500m", numbers=True,
 )
 
 # Hugepage sizes the kernel offers on x86-64 and arm64 (hugepages-<size> resources).
@@ -274,7 +277,7 @@ def _slurm_time(value: str) -> bool:
 SLURM_TIME = Rule(
     _slurm_time,
     "a Slurm time limit: MINUTES, MM:SS, HH:MM:SS, DAYS-HH, DAYS-HH:MM or DAYS-HH:MM:SS, minutes and seconds "
-    "below 60 and hours after DAYS- below 24 (e.g. 24:00:00 or 2-00:00:00)",
+    "below 60 and hours after DAYS- below 24 (e.g. 24:00:00 or 2-00:00:00)", numbers=True,
 )
 
 SLURM_NAME = Rule(
@@ -325,7 +328,7 @@ GIT_URL = Rule(
 
 GIT_REF = Rule(
     _full(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}"),
-    "a git branch, tag or commit such as main, v0.2.0 or a commit sha",
+    "a git branch, tag or commit such as main, v0.2.0 or a commit sha", numbers=True,
 )
 
 SHELL_LINE = Rule(

@@ -14,7 +14,7 @@ import threading
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from nodeweave.tables import Table
 
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError
@@ -101,7 +101,16 @@ def check_table(results: "list[TargetResult]", source_digest: str, git_commit: "
     return table
 
 
-def deleted_text(results: "list[TargetResult]", limit: int = 10) -> "list[str]":
+def named(paths, limit: "int | None") -> str:
+    """``paths`` named, the first ``limit`` of them and how many more; every one where ``limit`` is None (``-o
+    wide``: each list a dry run or a sync shows has its full form, walk15a A31)."""
+    paths = list(paths)
+    if limit is None or len(paths) <= limit:
+        return ", ".join(paths)
+    return f"{', '.join(paths[:limit])} and {len(paths) - limit} more"
+
+
+def deleted_text(results: "list[TargetResult]", limit: "int | None" = 10) -> "list[str]":
     """What --delete removed, one line per set of targets that lost the same paths (rsync's ``deleting PATH``)."""
     by_paths: "dict[tuple[str, ...], list[str]]" = {}
     for r in results:
@@ -110,46 +119,45 @@ def deleted_text(results: "list[TargetResult]", limit: int = 10) -> "list[str]":
     lines = []
     for paths, labels in by_paths.items():
         where = "every target" if len(labels) == len(results) > 1 else ", ".join(labels)
-        more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
-        lines.append(f"deleted on {where}: {', '.join(paths[:limit])}{more}")
+        lines.append(f"deleted on {where}: {named(paths, limit)}")
     return lines
 
 
-def specials_line(fileset) -> "str | None":
+def specials_line(fileset, limit: "int | None" = 5) -> "str | None":
     """The one line naming what SRC holds that no sync sends (a fifo, a socket, a device), as rsync says "skipping
     non-regular file"; None when it holds none (walk12 C4)."""
     if not fileset.specials:
         return None
-    shown = ", ".join(f"{rel} ({kind})" for rel, kind in fileset.specials[:5])
-    more = f" and {len(fileset.specials) - 5} more" if len(fileset.specials) > 5 else ""
-    return f"left out {len(fileset.specials)} file(s) that are not regular files: {shown}{more} (as rsync skips them)"
+    shown = named((f"{rel} ({kind})" for rel, kind in fileset.specials), limit)
+    return f"left out {len(fileset.specials)} file(s) that are not regular files: {shown} (as rsync skips them)"
 
 
-def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
-    """Per target, what a dry run would move (first ``limit`` lines)."""
+def changes_text(results: "list[TargetResult]", limit: "int | None" = 20) -> "list[str]":
+    """Per target, what a dry run would move (first ``limit`` lines; None: every one)."""
     lines = []
     for r in results:
         if not r.ok:
             continue
         lines.append(f"{r.target.label}: {len(r.changes)} change(s) by {r.method}")
         lines += [f"  {c}" for c in r.changes[:limit]]
-        if len(r.changes) > limit:
-            lines.append(f"  ... and {len(r.changes) - limit} more")
+        if limit is not None and len(r.changes) > limit:
+            lines.append(f"  ... and {len(r.changes) - limit} more (-o wide lists every one)")
     return lines
 
 
-def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> None:
+def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> "list[TargetResult]":
     """Run the sync (or check) under a live view, print the outcome (``fmt`` json or yaml: the document on
     stdout, everything else on stderr; ``stderr``: the tables too, as a dry run under ``-o json`` shows what
-    would move); NodeweaveError names failures."""
+    would move; ``wide``: every path of every list); NodeweaveError names failures. The results, for a dry run's
+    document."""
     as_data = fmt in ("json", "yaml")
+    limit = None if fmt == "wide" else 5
     console = people_console(stderr=as_data or stderr, width=_table_width())
     secrets = req.fileset.held_back_secrets
     if secrets:
-        more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
-        console.print(f"held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
-                      f"{more} (--include-secrets sends them)", style="yellow")
-    special = specials_line(req.fileset)
+        console.print(f"held back {len(secrets)} credential-like path(s): {named(secrets, limit)}"
+                      " (--include-secrets sends them)", style="yellow")
+    special = specials_line(req.fileset, limit)
     if special:
         console.print(special, style="yellow", markup=False, highlight=False, soft_wrap=True)
     with LiveTargets(list(req.targets), console) as live:
@@ -163,17 +171,24 @@ def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> 
         console.print(check_table(results, digest, req.git.commit))
     else:
         if req.options.dry_run:
-            for line in changes_text(results):
+            for line in changes_text(results, limit and 20):
                 console.print(line, markup=False, highlight=False)
         console.print(summary_table(results, digest, _title(req), req.options.delete))
         if not req.options.dry_run:  # a dry run's changes_text names them already
-            for line in deleted_text(results):
+            for line in deleted_text(results, limit and 10):
                 console.print(line, markup=False, highlight=False, soft_wrap=True)
     for r in results:
         if r.relay and r.relay.startswith("direct:"):
             console.print(f"relay: {r.target.label} was sent the payload {r.relay}", style="yellow", highlight=False,
                           soft_wrap=True)
     _raise_on_failure(req, results)
+    return results
+
+
+def would_move(results: "list[TargetResult]") -> "list[dict]":
+    """What a dry run found each target would be sent, for ``-o json|yaml``: every change, by target."""
+    return [{"target": r.target.label, "status": r.status, "method": r.method, "changes": list(r.changes),
+             **({"error": r.error} if r.error else {})} for r in results]
 
 
 def _marking(update):
@@ -222,7 +237,8 @@ def _cut_off(results: "list[TargetResult]", check: bool = False) -> "Environment
 
         return api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
                            "nothing synced to")
-    if failed and all(ssh_unreached(str(r.error or "")) for r in failed):  # replay10 A35: as status, run, logs ...
+    if failed and all(r.target.kind.startswith("ssh") and ssh_unreached(str(r.error or ""))
+                      for r in failed):  # replay10 A35: as status, run, logs ...; only ssh's own words (A21)
         return ssh_cut_off([(getattr(r.target, "host", None) or r.target.label, str(r.error)) for r in failed],
                            "nothing checked on" if check else "nothing synced to",
                            getattr(getattr(failed[0].target, "options", None), "ssh_options", ()))

@@ -53,13 +53,17 @@ SECRET_EXCLUDES = (
     ".gnupg/", ".password-store/", ".azure/", ".config/gcloud/", ".config/gh/hosts.yml", "huggingface/token",
     "huggingface/stored_tokens", ".npmrc", ".vault-token", ".wandb_netrc", ".kaggle/", ".databrickscfg",
     ".s3cfg", ".boto",
+    # what else people keep keys in (walk15a A32: `secrets.env` was sent): compose's `env_file:` names (`prod.env`),
+    # PostgreSQL's and MySQL's password files, Google's OAuth client secrets, Streamlit's secrets
+    "*.env", ".pgpass", ".my.cnf", "client_secret*.json", ".streamlit/secrets.toml",
 )
 # nodeweave's own state, wherever it sits under SRC (the run folders come from build_filter's ``state``).
 STATE_EXCLUDES = (".nodeweave/",)
 # The rules that hold back what is not workspace (nodeweave's state, the job's saves) but yield to a ``!`` pattern.
 HELD_ORIGINS = ("state", "checkpoints")
-# Committed templates that the ".env.*" rule would otherwise hold back.
-SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
+# Committed templates that the ".env.*" and "*.env" rules would otherwise hold back.
+SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist", "example.env", "sample.env",
+                    "template.env")
 
 
 @dataclass(frozen=True)

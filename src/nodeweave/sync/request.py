@@ -388,6 +388,9 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
         found = recorded[0]
     else:
         found, notes = _named_targets(targets, spec, options.dry_run)
+        from nodeweave.cluster.identity import refuse_foreign_reached
+
+        refuse_foreign_reached(found, spec_path)  # a node named directly is judged as the job's own (walk15 A20)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):

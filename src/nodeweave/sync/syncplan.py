@@ -44,8 +44,9 @@ class SyncWork:
     options: SyncOptions
 
 
-def sync_plan(req: SyncRequest) -> Plan:
-    """The sync ``req`` asks for, as the real run does it (a dry run's own read-only asking is no part of it)."""
+def sync_plan(req: SyncRequest, full: bool = False) -> Plan:
+    """The sync ``req`` asks for, as the real run does it (a dry run's own read-only asking is no part of it);
+    ``full`` (``-o wide``): every held-back path named, none cut to a few."""
     options = replace(req.options, dry_run=False)
     modes = [_mode(options, number) for number in range(len(req.targets))]
     nodes = tuple(NodeCommand(t.label, "checks DEST, writes nothing" if mode == "dry" else "writes DEST",
@@ -66,31 +67,43 @@ def sync_plan(req: SyncRequest) -> Plan:
                if options.delete and not options.check else "")
             + f": one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
             + ("" if options.check else "; each target's answer decides what it is sent and how")
-            + held_back(work))
+            + held_back(work, full))
     kinds = sorted({t.kind for t in req.targets})
     return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),),
                 notes=req.left_out)
 
 
-def held_back(work: SyncWork) -> str:
+def held_back(work: SyncWork, full: bool = False) -> str:
     """What the plan's first line says is left out on purpose: the job's checkpoints, nodeweave's own state and
-    credential-like files."""
+    credential-like files. The hint names the pattern that sends the very folders held back (walk15a A5: it said
+    `-x '!runs/'` whatever was held, which sends nothing of `.nodeweave/`)."""
+    few = (lambda paths: ", ".join(paths)) if full else _few
     said = ""
     if work.held_back_checkpoints:
         said += (f"; held back as the job's checkpoints (recovery.checkpoint_dir), neither sent nor deleted on the "
-                 f"targets: {_few(work.held_back_checkpoints)}")
+                 f"targets: {few(work.held_back_checkpoints)}")
     if work.held_back_state:
-        said += (f"; held back as nodeweave's own state: {_few(work.held_back_state)} (a `-x '!runs/'` pattern "
-                 "sends such a folder anyway)")
+        said += (f"; held back as nodeweave's own state: {few(work.held_back_state)} ({sends(work.held_back_state)} "
+                 f"sends {'it' if len(work.held_back_state) == 1 else 'them'} anyway)")
     if work.swept_in:
         patterns = ", ".join(dict.fromkeys(spelt for _, spelt in work.swept_in))
+        swept = tuple(path for path, _ in work.swept_in)
         said += (f"; sent although nodeweave's own state or the job's checkpoints, as {patterns} re-include{'s' if ', ' not in patterns else ''} "
-                 f"them without naming them: {_few(tuple(path for path, _ in work.swept_in))} (name what to "
-                 "re-include instead, or `-x '!runs/'` to send such a folder on purpose)")
+                 f"them without naming them: {few(swept)} (name what to re-include instead, or "
+                 f"{sends(swept)} to send {'it' if len(swept) == 1 else 'them'} on purpose)")
     if work.held_back_secrets:
-        said += (f"; held back as credential-like: {_few(work.held_back_secrets)}"
+        said += (f"; held back as credential-like: {few(work.held_back_secrets)}"
                  + ("" if work.options.check else " (--include-secrets sends them)"))
     return said
+
+
+def sends(paths: "Tuple[str, ...]") -> str:
+    """The ``-x '!PATH'`` patterns that send ``paths`` (the first of them, where many): each anchored at SRC, as
+    the walk found it."""
+    from nodeweave.entrypoint.quoting import as_typed
+
+    shown = " ".join(f"-x {as_typed('!/' + path)}" for path in paths[:2])
+    return f"`{shown}`" + (" ..." if len(paths) > 2 else "")
 
 
 def _few(paths: "Tuple[str, ...]") -> str:

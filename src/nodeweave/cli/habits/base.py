@@ -164,6 +164,18 @@ def short_options_with_equals(command, args) -> list:
     return out
 
 
+def close_options(typed: str, known) -> "list[str]":
+    """The options a mistyped one is near, judged without the dashes: one judgement for every parser path (click's,
+    run/exec's before ``--``, the options typed before the verb). Click's 0.6 offered --engine, --node and --spec for
+    ``logs --since`` (each shares the dashes and two letters), and with the dashes counted ``run --name`` was near
+    --namespace, ``--tag`` near --target (walk15 A30): a near name that means something else is noise, not a hint."""
+    from difflib import SequenceMatcher
+
+    bare = typed.lstrip("-")
+    scored = [(SequenceMatcher(None, bare, name.lstrip("-")).ratio(), name) for name in known]
+    return [name for score, name in sorted(scored, key=lambda pair: -pair[0]) if score >= 0.7]
+
+
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
 REPLACED = {"variants": "image variants"}
 
@@ -175,6 +187,18 @@ class NodeweaveGroup(TyperGroup):
 
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
+
+    def parse_args(self, ctx, args):
+        """A group's own options (the root's --version) get the habit hints a verb's get (walk15 A35: ``nodeweave
+        -V``, python's and pip's version flag, said only "no such option")."""
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
+            hint = other_tools_option(self, given, err)
+            if hint:
+                err.message = f"{getattr(err, 'message', err)}{hint}"
+            raise
 
     def parent_of_subverbs(self, ctx) -> bool:
         """Whether this group is a verb's own (``runs``, ``image``), not nodeweave itself."""

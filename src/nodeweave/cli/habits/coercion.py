@@ -11,6 +11,7 @@ errors and that the common verbs never import pydantic.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -115,8 +116,24 @@ def blank_message(value, param) -> str:
     if getattr(param, "param_type_name", "") == "argument":
         return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here' (an unset variable?): give "
                 f"{_flag(param)}{_left_off(param)}")
-    return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here': give a value, or leave "
-            f"{_flag(param)} off for its default")
+    return f"{str(value)!r} is empty; an empty value never means 'all' or 'here': {_option_wanted(param)}"
+
+
+def _option_wanted(param) -> str:
+    """What an option takes, offering "leave it off for its default" only where it has one (walk15 A8: ``hosts probe
+    --node ""`` offered it, and leaving --node off is "no hosts"): a value, or its help names one; else the first
+    clause of its help, what it takes."""
+    flag, said = _flag(param), str(getattr(param, "help", None) or "").strip()
+    if param.default not in (None, (), []) or "default" in said.lower():
+        return f"give a value, or leave {flag} off for its default"
+    clause = said.replace("\\[", "[").split(", e.g.")[0]
+    while re.search(r" \([^()]*\)", clause):  # its asides, "(repeat; or --hosts-file)", are not what it takes
+        clause = re.sub(r" \([^()]*\)", "", clause)
+    clause = clause.split("; ")[0].rstrip(".,")
+    first = clause.split()[0] if clause else ""
+    if not (len(first) > 1 and first.isupper()):  # "A host to probe" as words of the line; "REGEX whose" as it is
+        clause = clause[:1].lower() + clause[1:]
+    return f"give {flag} a value ({clause})" if clause else f"give {flag} a value"
 
 
 def _left_off(param) -> str:

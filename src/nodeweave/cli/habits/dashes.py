@@ -9,7 +9,6 @@ starts itself, or the interpreter, is understood or refused here, before any nod
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import List, Sequence, Tuple
 
 import typer
 
-from nodeweave.cli.habits.base import NodeweaveCommand
+from nodeweave.cli.habits.base import NodeweaveCommand, close_options
 from nodeweave.entrypoint.planning import launcher_options
 from nodeweave.errors import UsageError
 
@@ -54,7 +53,7 @@ class CommandAfterDashes(NodeweaveCommand):
             if option and type(err).__name__ == "NoSuchOption":
                 known = [flag for param in self.get_params(ctx) for flag in getattr(param, "opts", ())
                          if flag.startswith("--") and flag != "--help"]
-                close = difflib.get_close_matches(option, known, n=2, cutoff=0.7)  # --lr is no typo of --help
+                close = close_options(option, known)[:2]  # --lr is no typo of --help, --name none of --namespace
                 from nodeweave.cli.habits.othertools import option_hint
 
                 habit = option_hint(self, option, before)  # -f FILE: --spec FILE (walk9 A10)

@@ -45,6 +45,7 @@ OPTIONS: Dict[str, "tuple[str, str]"] = {
     "--file": ("--spec", "the file a command works from, as docker compose --file"),
     "--filename": ("--spec", "the file a command works from, as kubectl apply --filename"),
     "--context": ("--kube-context", "the kubeconfig context, as kubectl --context"),
+    "-V": ("--version", "the version, as python -V and pip -V print it"),  # walk15 A35
     # walk10 C14: the daily docker/kubectl/tail spellings, each named where nodeweave's own is on that command
     "-F": ("--follow", "following the log as it grows (-f), as tail -F"),
     "-v": ("--delete-claims", "what also deletes the job's workspace claims (Kubernetes), as docker compose down -v "
@@ -69,6 +70,9 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
     **{("exec", typed): "`nodeweave shell` opens an interactive shell on a node, as docker exec -it and kubectl "
                         "exec -it do; exec runs one command and gives back its output and exit code"
        for typed in ("-i", "-it", "--interactive", "--tty", "--stdin")},  # -t is exec's --target
+    # walk15 A30: kubectl run's --image habit; the nodes' image is chosen where they start
+    ("run", "--image"): "the image is the nodes', chosen as they start: `nodeweave up --image REF` (compose targets; "
+                        "`nodeweave image build` builds the spec's variant); run uses the nodes already up",
     # walk13 A4: docker compose up's habits
     **{("up", typed): "`nodeweave up` already returns once every node is up, as docker compose up -d does "
                       "(--no-wait returns at once, without waiting); the nodes run on in the background"

@@ -109,9 +109,40 @@ def _note_another_spec_here(given: Path) -> None:
         import sys
 
         shown = os.path.relpath(found, here)
+        verb = _destructive_verb()
+        if verb:
+            from nodeweave.errors import UsageError
+
+            raise UsageError(f"${SPEC_ENV} names {given.resolve()}, another folder's spec than {shown} found here, and "
+                             f"{verb} that folder's job from this one: give --spec (--spec "
+                             f"{shown} for this folder's job), or unset {SPEC_ENV}")
         print(f"nodeweave: note: the spec is {given.resolve()} (from ${SPEC_ENV}), not {shown} found here: every "
               f"path and the job this command acts on are that spec's; unset {SPEC_ENV} or give --spec {shown}",
               file=sys.stderr)
+
+
+# Verbs that stop, remove or recreate what a job's `up` made ({verb: (the flag that makes it so, None: always; what
+# it does to the job)}):
+# a $NODEWEAVE_SPEC left in the shell that names another folder's spec than the one found here is refused for them,
+# not only noted (walk15 A22: `down` in bob's folder took alice's job down, under a note on stderr).
+DESTRUCTIVE = {"down": (None, "take down"), "stop": (None, "stop the run of"), "up": (None, "recreate the nodes of"),
+               "sync": ("delete", "delete files on the nodes of")}
+
+
+def _destructive_verb() -> str:
+    """The verb being run, as typed (``sync --delete``), and what it would do, where it is one of
+    :data:`DESTRUCTIVE`; else "". Read from the call's arguments (the verb first: ``verb_options_first`` put it
+    there), the one record of what was typed."""
+    from nodeweave.cli.habits.invocation import invoked_argv
+
+    argv = invoked_argv()
+    if not argv or argv[0] not in DESTRUCTIVE:
+        return ""
+    flag, does = DESTRUCTIVE[argv[0]]
+    typed = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    if flag is not None and f"--{flag}" not in typed:
+        return ""
+    return f"`nodeweave {argv[0]}{' --' + flag if flag else ''}` would {does}"
 
 
 def spec_above(folder: Path) -> "Path | None":

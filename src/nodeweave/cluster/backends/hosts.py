@@ -78,8 +78,8 @@ class HostsCluster(Backend):
             return check_remote_dir(host_path, "workspace.host_path")
         from nodeweave.failures import offered
 
-        what = ("the workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends the "
-                "code)")
+        what = ("the workspace folder on every host (where " + ("the hosts list and the job token go"
+                if self.engine == "none" else "compose/node.yaml goes") + " and `nodeweave sync` sends the code)")
         if offered("--remote-dir"):  # a verb without it (doctor --cluster) is told the spec's field only (left12c)
             raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
                              f"--remote-dir /ABSOLUTE/PATH or --remote-dir '~/DIR' (quoted: under each host's home), "
@@ -220,13 +220,10 @@ class HostsCluster(Backend):
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
-        from nodeweave.targets.compose import render_files
         from nodeweave.overlay import host_files
 
-        files = render_files(self.spec)
         if self.engine == "none":
-            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
-                    + self._mark_steps()]
+            return [(self._send_hostfile() if self.spec.hosts else []) + self._token_steps() + self._mark_steps()]
         from nodeweave.rendering.provenance import named_for
 
         sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
@@ -283,7 +280,7 @@ class HostsCluster(Backend):
 
         given = "--remote-dir" if self.options.remote_dir else "workspace.host_path"
         kept = "the code `nodeweave sync` sends to each host" + (
-            "" if self.engine == "none" else ", compose/node.yaml and the job token")
+            ", the hosts list and the job token" if self.engine == "none" else ", compose/node.yaml and the job token")
         cleared = [line for line in [cleared_folder_warning(self.dir, given, self.spec.name, kept)] if line]
         if self.engine == "none":
             return [*cleared, *super()._up_notes(image)]
@@ -321,22 +318,28 @@ class HostsCluster(Backend):
         return (f"until each of the {count} host(s) answers over ssh with nodeweave-entrypoint on PATH (nothing starts "
                 "until `nodeweave run` or `nodeweave check`)")
 
-    def _send_hostfile(self, text: str) -> List[Step]:
-        """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""
+    def _send_hostfile(self) -> List[Step]:
+        """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder), each
+        step named by the path it writes and the file's header true for bare hosts (walk15b B18)."""
+        from nodeweave.resolve import resolve
+        from nodeweave.targets.compose.node import render_hosts
+
+        text = render_hosts(resolve(self.spec), "bare")
         folder, name = posixpath.split(self._bare_hostfile)
-        return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
-                                                                                      stdin=True)),
-                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}", stdin_from=printed(text))
+        return [Step(f"send the hosts list to {host} as {self._bare_hostfile}",
+                     tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name], stdin=True)),
+                     stdin=text, stdin_name=f"the hosts list (rendered) as {self._bare_hostfile}",
+                     stdin_from=printed(text))
                 for host in self.hosts]
 
-    def plan_down(self, delete_claims: bool, renamed=()):
+    def plan_down(self, delete_claims: bool, renamed=(), idle=None):
         """Bare hosts have nothing to take down but the runs: they are stopped and the mark taken back."""
         from dataclasses import replace
 
         from nodeweave.cluster.verbs import stop_plan
 
         if self.engine != "none" or renamed:
-            return super().plan_down(delete_claims, renamed)
+            return super().plan_down(delete_claims, renamed, idle)
         stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
         (stop,) = stopped.phases
         return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(self._release_steps())),))

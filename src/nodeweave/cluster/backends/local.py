@@ -216,8 +216,11 @@ class LocalCluster(Backend):
         if self._own_token_file:
             return self._compose_files()
         path = self.state.token_file
-        secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
-                             f"{token.CONTAINER_PATH} in every node", mode=0o600)
+        mode = token.mounted_mode()
+        secret = PlannedFile(self.state.shown(path), f"a new random job token ({mode:04o}"
+                             + (", root's and group 0's: the images' user reads it by its group 0" if
+                                mode == token.ROOT_MODE else "")
+                             + f"), mounted at {token.CONTAINER_PATH} in every node", mode=mode)
         return self._compose_files() + [secret]
 
     def _compose_files(self) -> List["PlannedFile"]:
@@ -335,6 +338,13 @@ class LocalCluster(Backend):
             return None
         services = made.get("services") if isinstance(made, dict) else None
         return len(services) if isinstance(services, dict) and services else None
+
+    def made_stale(self) -> Optional[bool]:
+        try:
+            made = bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file")
+        except (OSError, ValueError, bounded.TooLarge):
+            return None
+        return made != self.up_compose
 
     def metrics_url(self) -> Optional[str]:
         """``<engine> port <job>-0 <metrics.port>``: the host port the engine picked for node 0's ``/metrics``

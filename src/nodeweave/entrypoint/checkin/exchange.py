@@ -614,6 +614,7 @@ def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind="", lim
 
 def _await_verdict(channel, listener, token, deadline, clock):
     messages = channel.buffered()
+    channel.awake = clock()
     while True:
         for message in messages:
             if message.get("t") == "verdict" and isinstance(message.get("verdict"), dict):
@@ -624,6 +625,7 @@ def _await_verdict(channel, listener, token, deadline, clock):
         left = deadline - clock()
         if left <= 0:
             raise ExchangeError(f"no verdict from node 0 ({channel.peer}) before the deadline")
+        channel.awake = clock()  # stopped in the wait below, the verdict it reads after is one node 0 went past
         ready = readable([channel.sock, listener], min(left, POLL_S))
         if listener in ready:
             _answer_probe(listener, token, deadline)

@@ -121,6 +121,11 @@ class Watch(WatchSurface):
     def _before_start(self):
         """What a side prepares on the starting thread (node 0: a way to wake its loop, ``close``)."""
 
+    def silent_since_verdict(self):
+        """A node's own silence since the verdict, long enough to be declared lost (``LinkWatch``); node 0's own
+        pause is ``HubWatch._note_pause``'s."""
+        return None
+
     def launch_with(self, stop_launcher):
         """``stop_launcher`` is what a failure stops: the beats start with it, or (recovery's generations beat
         from before the launcher's plan) it joins the beats already running."""
@@ -243,6 +248,10 @@ class LinkWatch(LinkStall, Watch):
         super().__init__(log, elastic, recovery, hub_wait_s)
         self.channel, self.clock = channel, clock
         self.closing = False
+        # this node's last wake (the loop's, or before the verdict: ``Channel.awake``) and its longest pause lately
+        self.woke = getattr(channel, "awake", None) or clock()
+        self.silent = (0.0, self.woke)
+        self._lost_silent = None  # the pause it was declared lost for, once it did not launch (``declared_lost``)
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
             self.beat_extra = listener(self) or self.beat_extra
 
@@ -278,13 +287,13 @@ class LinkWatch(LinkStall, Watch):
             self.channel.send(message)
 
     def _run(self):
-        last_heard = next_beat = woke = self.clock()
-        silent = (0.0, woke)  # this node's own longest pause lately, and when it ended
+        last_heard = next_beat = self.clock()
         while not self.stopping.is_set():
             now = self.clock()
-            if now - woke > LOST_S:  # the loop wakes every 0.5 s: this process was stopped (SIGSTOP, a pause)
-                silent = (now - woke, now)
-            woke = now
+            if now - self.woke > LOST_S:  # the loop wakes every 0.5 s: this process was stopped (SIGSTOP, a pause)
+                self.silent = (now - self.woke, now)
+            self.woke = woke = now
+            silent = self.silent
             try:
                 if now >= next_beat:
                     self._send(self.beat())
@@ -313,6 +322,35 @@ class LinkWatch(LinkStall, Watch):
         else:
             self._stop_for(f"node 0 ({self.channel.peer})", {"how": how}, hub_gone=True)
 
+    def silent_since_verdict(self):
+        """Seconds this node was itself silent since node 0's verdict reached it (stopped in the wait for it, or
+        after), when longer than node 0 waits for a beat: node 0 has declared it lost; else None."""
+        pause = max(self.silent[0], self.clock() - self.woke)
+        return pause if pause > LOST_S else None
+
+    def lost_for(self):
+        """The silence of this node's own that node 0 declared it lost for (seconds), or None."""
+        return self._lost_silent
+
+    def declared_lost(self, pause):
+        """No launch for a verdict node 0 went past while this node was silent (walk15b B13: a node woken from
+        SIGSTOP started torchrun for a job node 0 had ended, then blamed node 0): say so, tell node 0 if it still
+        listens, and end this generation; under recovery the node checks in again. Its exit code."""
+        self.stopping.set()  # the beats' thread says no more: it may have said it first (``_own_pause``)
+        self._lost_silent = pause
+        then = (f"checking in with node 0 again (up to {self.hub_wait_s:g}s, wait_timeout): the job may have gone "
+                "on without this node, or ended" if self.recovery else
+                f"exit {EXIT_PEER_FAILED}: the job goes on without this node, or ended")
+        with self.lock:
+            said = self.failure is not None
+        if not said:
+            self.log(f"this node itself was silent for {pause:.0f}s as node 0's verdict came (its process stopped: "
+                     f"SIGSTOP, a suspended VM or a long pause), longer than node 0 waits for a heartbeat "
+                     f"({LOST_S:g}s), so node 0 has declared it lost and may have left it out; not starting its "
+                     f"launcher; {then}")
+        return self.finish(EXIT_PEER_FAILED, f"not started: this node was silent for {pause:.0f}s after the "
+                           "verdict and declared lost", []) or EXIT_PEER_FAILED
+
     def _own_pause(self, silent, woke):
         """Why node 0 went quiet when it was this node that stopped (walk9 B12: a node woken from SIGSTOP, a
         suspended VM, a long pause, blamed node 0, alive, which had declared it lost); None otherwise. The pause
@@ -322,6 +360,7 @@ class LinkWatch(LinkStall, Watch):
         pause, ended = (now - woke, now) if now - woke > LOST_S else silent
         if pause <= LOST_S or now - ended > 2 * BEAT_S:
             return None
+        self._lost_silent = pause
         return (f"this node itself was silent for {pause:.0f}s (its process stopped: SIGSTOP, a suspended VM or "
                 f"a long pause), longer than node 0 waits for a heartbeat ({LOST_S:g}s), so node 0 declared this "
                 "node lost; node 0 itself may be fine")

@@ -94,6 +94,9 @@ class Channel:
         self.buffer = bytearray()  # grows in place: a frame of many MB arrives in 64 KiB reads
         self.limit, self.frame_left = limit, None  # the largest message taken; the bytes of the frame being read
         self.outbox, self.queued = collections.deque(), 0  # node 0's unsent bytes (see queue)
+        # a node's last wake before node 0's verdict reached it (``exchange._await_verdict``): node 0 counts its
+        # silence from the verdict, so the heartbeat's own-pause check does too (``heartbeat.LinkWatch``)
+        self.awake = None
         sock.settimeout(SEND_TIMEOUT_S)
 
     def fileno(self):

@@ -308,9 +308,18 @@ def no_script(launcher, command, script=None, verb="nodeweave run"):
     import shlex
 
     given = " ".join(shlex.quote(word) for word in command)
+    if command[0].endswith(SCRIPT_SUFFIXES):  # a file named -x.py (walk15 A6): its path, written so no launcher
+        fixed = " ".join(shlex.quote(word) for word in ["./" + command[0], *command[1:]])  # reads it as an option
+        return (f"the command {given!r} starts with {command[0]!r}, which {launcher} would read as its own option "
+                f"and exit 2 on every node; a script whose name starts with '-' is given as its path: {verb} -- "
+                f"{fixed}")
     return (f"the command {given!r} starts with {command[0]!r}, an option {launcher} does not take, and names no "
             f"script: {launcher} would read it as its own option and exit 2 on every node; the command after `--` "
             f"is the script, then its arguments: {verb} -- {shlex.quote(script) if script else 'SCRIPT'} {given}")
+
+
+# The names of a script file, never of an option: a first word ending so that starts with '-' is a file named so.
+SCRIPT_SUFFIXES = (".py", ".sh")
 
 
 def own_option(launcher, command, verb="nodeweave run"):
@@ -563,8 +572,7 @@ def check_reachable_sockets(topo, node, settings, master_ip, root, routes_defaul
             topo.notes.append(f"the master {topo.master_addr.value} {HERE_BY_LOOPBACK} ({how})")
             emit(warnings, "master-name-loopback", f"{topo.master_addr.value} resolves to loopback here ({how}), "
                  f"and the job's nodes include {elsewhere}, which does not resolve here: if it is another machine, "
-                 "it cannot reach this node's loopback; set NODEWEAVE_INTERFACES, or map the name to the host's "
-                 "real address in /etc/hosts")
+                 f"it cannot reach this node's loopback; {_loopback_master_remedy(topo)}")
         return
     if elsewhere is None:
         return
@@ -590,8 +598,19 @@ def check_reachable_sockets(topo, node, settings, master_ip, root, routes_defaul
         node.interface_reason = f"{said}: the default route's interface, which peers can reach"
     emit(warnings, "master-name-loopback", f"{said}: peers cannot reach this node's loopback; " + (
          f"its sockets use {iface} ({local or 'no IPv4'}), the default route's" if iface and iface != "lo" else
-         "there is no other route here") + "; set NODEWEAVE_INTERFACES, or map the name to the host's real "
-         "address in /etc/hosts")
+         "there is no other route here") + f"; {_loopback_master_remedy(topo)}")
+
+
+def _loopback_master_remedy(topo):
+    """What fixes a loopback master on a job of several machines. A name (a Debian ``127.0.1.1 <hostname>``
+    line) is mapped to the host's real address; a literal address (``127.0.0.1`` on a hostfile's first line) or
+    ``localhost`` is loopback on every node, so each other node dials its own: only node 0's reachable address
+    where it was written helps (walk15b B4: /etc/hosts and NODEWEAVE_INTERFACES were offered for an address)."""
+    value, source = topo.master_addr.value, topo.master_addr.source
+    if is_loopback(value):  # 127.x, ::1, localhost: not a name /etc/hosts may map to this host's address
+        return (f"{value} is loopback on every node, so each other node dials itself: write node 0's reachable "
+                f"address in its place ({source})")
+    return "set NODEWEAVE_INTERFACES, or map the name to the host's real address in /etc/hosts"
 
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")

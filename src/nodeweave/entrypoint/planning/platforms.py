@@ -38,6 +38,14 @@ from ..model import PLATFORM, Claim, host_list, variables
 SAGEMAKER_CONFIG = "/opt/ml/input/config/resourceconfig.json"
 
 
+def set_but_empty(name, platform, instead):
+    """The one phrase for a platform's variable set but empty (walk15b B1-B3): the platform sets it, so a wrapper
+    emptied it; its remedy, or ``instead`` (``MASTER_ADDR (node 0's address)``) on every node."""
+    return (f"{name} is set but empty: {platform} sets it on the job's nodes, so a wrapper's `export {name}=$VALUE` "
+            f"or `-e {name}=$VALUE` with VALUE unset emptied it; pass {platform}'s own value through, or unset it "
+            f"and set {instead} on every node")
+
+
 def _index(env, name, what):
     """A 0-based index or count from ``name``; None when unset; UsageError when not a number."""
     text = env.get(name, "").strip()
@@ -48,8 +56,9 @@ def _index(env, name, what):
     return int(text)
 
 
-def _gpus(env, name):
-    """Processes per node from a GPU count; 0 (a CPU node) claims nothing."""
+def gpu_count(env, name):
+    """Processes per node from a platform's GPU count; 0 (a CPU node) claims nothing. ``topology`` weighs a count
+    against the GPUs this node sees (``sources.GPU_COUNTS``)."""
     value = env.get(name, "").strip()
     return [] if value in ("", "0") else [Claim("nproc_per_node", value, f"{name}={value}", PLATFORM)]
 
@@ -96,7 +105,7 @@ def dstack(scene):
                              ("master_addr", "DSTACK_MASTER_NODE_IP")], PLATFORM)
     if not env.get("DSTACK_NODE_RANK", "").strip():
         return []
-    claims += _gpus(env, "DSTACK_GPUS_PER_NODE")
+    claims += gpu_count(env, "DSTACK_GPUS_PER_NODE")
     ips = _lines(variable_text(env, "DSTACK_NODES_IPS"), "DSTACK_NODES_IPS")
     if ips:
         claims += host_list(ips, "DSTACK_NODES_IPS", "first line of DSTACK_NODES_IPS", "lines of DSTACK_NODES_IPS")
@@ -125,7 +134,7 @@ def aws_batch(scene):
     if index != main and address:
         claims.append(Claim("master_addr", address, f"AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS={address}",
                             PLATFORM))
-    elif index != main:
+    elif index != main and "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS" not in env:  # set but empty: said so
         scene.missing["master_addr"] = (
             f"AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS is unset on this child node (AWS_BATCH_JOB_NODE_INDEX="
             f"{index}, the main node is {main}): AWS Batch sets it on every node but the main one, so a container "
@@ -176,6 +185,8 @@ def _sagemaker_config(scene):
     if env.get("SM_CURRENT_HOST", "").strip():
         where, text = "SM_HOSTS", variable_text(env, "SM_HOSTS")
         current = env["SM_CURRENT_HOST"].strip()
+        if "SM_HOSTS" in env and not text.strip():  # no JSON to name: the variable was emptied (walk15b B1)
+            raise UsageError(set_but_empty("SM_HOSTS", "SageMaker", "NODE_RANK, NNODES and MASTER_ADDR"))
     else:
         text = scene.root.read(SAGEMAKER_CONFIG)
         if text is None:
@@ -205,7 +216,7 @@ def sagemaker(scene):
     current, hosts, where = found
     claims = [Claim("node_rank", hosts.index(current), f"position of {current} in {where}", PLATFORM)]
     claims += host_list(hosts, where, f"first host of {where}", f"hosts in {where}")
-    return claims + _gpus(scene.env, "SM_NUM_GPUS")
+    return claims + gpu_count(scene.env, "SM_NUM_GPUS")
 
 
 def azure_ml(scene):

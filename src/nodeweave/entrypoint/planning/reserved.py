@@ -63,6 +63,10 @@ def instead(name: str) -> str:
     if meant is not None:  # a typo: what the name meant, and what sets that (walk6 M1)
         if not meant:
             return "`nodeweave-entrypoint --help` lists the NODEWEAVE_* variables"
+        from .variables import OUTPUT_MEANT
+
+        if meant in OUTPUT_MEANT:  # near a name only set for the ranks: what to do instead (walk15b B7)
+            return OUTPUT_MEANT[meant]
         then = instead(meant.split(" ")[0]) if meant.split(" ")[0] in _known() else ""
         return f"did you mean {meant}? {then}" if then else f"did you mean {meant}?"
     row = next((row for row in SETTINGS if row.variable == name), None)

@@ -20,7 +20,9 @@ from ..errors import EntrypointError, TopologyError, UsageError
 from ..hostport import host_count_refusal, host_key, leading_zero_problem, names_this_node
 from .hostlists import bounded, few, file_text, too_many, variable_text
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
-from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
+from .platforms import aws_batch, azure_ml, dstack, google_batch, gpu_count, mpi, sagemaker, sagemaker_naming, \
+    set_but_empty
+from .slurm import COUNTS as SLURM_COUNTS, NODELISTS as SLURM_NODELISTS
 
 TOPOLOGY_ROWS = [row for row in SETTINGS if row.topology]
 
@@ -46,13 +48,17 @@ class Source:
     ordinal is its group, a Slurm host's digits are its name), so a hostname
     ordinal that differs from its rank is no contradiction. ``one_task``: how
     to start one task per node, for a source that claims ``tasks_per_node``.
+    ``reads``: every ``(field, variable)`` the platform's reader takes a value
+    from (``VC_*_HOSTS``: any name of that form), so one set but empty is named
+    in each refusal of that field with the platform's remedy, whichever reader
+    reads it (walk15b B1-B3: an empty ``SLURM_JOB_NODELIST`` was "no master").
     """
 
-    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task")
+    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task", "reads")
 
-    def __init__(self, name, rank_names, read, own_naming=never, one_task=""):
+    def __init__(self, name, rank_names, read, own_naming=never, one_task="", reads=()):
         self.name, self.rank_names, self.read, self.own_naming = name, rank_names, read, own_naming
-        self.one_task = one_task
+        self.one_task, self.reads = one_task, reads
 
 
 class Scene:
@@ -80,25 +86,63 @@ def empty_variables(scene, fields=None):
     env = scene.env
     read = [(field, var) for field, var in scene.empty] + [(row.key, row.variable) for row in SETTINGS
                                                            if row.variable in env and not env[row.variable].strip()]
-    # every rank variable of the sources' table, whichever reader reads it (walk8 B4: SLURM_NODEID= was "not set")
+    # every variable of the sources' table, whichever reader reads it (walk8 B4: SLURM_NODEID= was "not set";
+    # walk15b B1-B3: a platform's host list, master or count)
     read += [("node_rank", name) for name in RANK_NAMES if name in env and not env[name].strip()]
+    read += [(field, name) for name, (field, _) in platform_variables(env) if not env[name].strip()]
     # the NODEWEAVE_* variables with no settings row (contract.OTHER_VARIABLES: the job's secret and its file, ...):
     # walk9 B11, an empty $SECRET in `-e NODEWEAVE_JOB_TOKEN=$SECRET` lost the secret without a word
     read += [(None, name) for name in OTHER_VARIABLES if name in env and not env[name].strip()]
     return list(dict.fromkeys(var for field, var in read if fields is None or field in fields))
 
 
+def platform_variables(env):
+    """``(variable, (field, source))`` for each variable of ``env`` a platform's reader of ``SOURCES`` reads."""
+    found = []
+    for name in env:
+        for source in SOURCES:
+            for field, pattern in source.reads:
+                head, star, tail = pattern.partition("*")
+                if name == pattern or star and name.startswith(head) and name.endswith(tail) and \
+                        len(name) > len(head) + len(tail):
+                    found.append((name, (field, source)))
+    return found
+
+
+PLAIN = {"master_addr": "MASTER_ADDR (node 0's address)", "nnodes": "NNODES", "node_rank": "NODE_RANK",
+         "nproc_per_node": "NODEWEAVE_NPROC_PER_NODE"}
+
+
 def said_empty(scene, *fields):
     """``; MASTER_ADDR is set but empty (...)`` for a refusal of a missing value whose variable is set but empty:
-    the user did set it, to nothing (walk5 W6); "" when none is."""
+    the user did set it, to nothing (walk5 W6); a platform's own variable with that platform's remedy (walk15b
+    B1-B3); "" when none is."""
     empty = empty_variables(scene, fields)
     # a platform recognised here that lacks the value says why (walk8 B29: Volcano's two task lists, AWS Batch's
     # child without the main node's address), as the set-but-empty variables do
     why = "".join(f"; {scene.missing[field]}" for field in dict.fromkeys(fields) if field in scene.missing)
-    if not empty:
-        return why
-    return (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
-            f"`-e {empty[0]}=$VALUE` or the compose file?)") + why
+    owners = dict(platform_variables({name: "" for name in empty}))
+    plain = [name for name in empty if name not in owners]
+    said = ""
+    if plain:
+        said = (f"; {' and '.join(plain)} {'is' if len(plain) == 1 else 'are'} set but empty (an unset variable in "
+                f"`-e {plain[0]}=$VALUE` or the compose file?)")
+    for name in empty:
+        if name in owners:
+            said += "; " + set_but_empty(name, owners[name][1].name, PLAIN.get(fields[0], "the value"))
+    return said + why
+
+
+def empty_platform(scene, *fields):
+    """Whether a refusal of ``fields`` names a platform's variable set but empty, whose remedy it gives."""
+    empty = empty_variables(scene, fields)
+    return bool(platform_variables({name: "" for name in empty}))
+
+
+def refusal(scene, text, *fields):
+    """The refusal of a value no source gives: bad input (exit 2) when a variable that would give it is set but
+    empty (the user set it, to nothing: walk15b B1), else an unknown topology (exit 3)."""
+    return (UsageError if empty_variables(scene, fields) else TopologyError)(text)
 
 
 def flags(scene):
@@ -158,8 +202,8 @@ def volcano(scene):
 
 def skypilot(scene):
     env = scene.env
-    claims = _variables(scene, [("node_rank", "SKYPILOT_NODE_RANK"), ("nnodes", "SKYPILOT_NUM_NODES"),
-                                ("nproc_per_node", "SKYPILOT_NUM_GPUS_PER_NODE")], PLATFORM)
+    claims = _variables(scene, [("node_rank", "SKYPILOT_NODE_RANK"), ("nnodes", "SKYPILOT_NUM_NODES")], PLATFORM)
+    claims += gpu_count(env, "SKYPILOT_NUM_GPUS_PER_NODE")  # 0 on a CPU task, as dstack's and SageMaker's
     ips = bounded((line.strip() for line in variable_text(env, "SKYPILOT_NODE_IPS").splitlines() if line.strip()),
                   "SKYPILOT_NODE_IPS")
     if ips:
@@ -353,31 +397,52 @@ def hostname_ordinal(scene):
     return [Claim("node_rank", number, text, HOSTNAME), Claim("prefix", prefix, text, HOSTNAME)]
 
 
+def _reads(rank=(), count=(), master=(), procs=(), hosts=()):
+    """A platform's ``Source.reads``: a list of hosts gives the master and the count (and the rank by place)."""
+    return tuple([("node_rank", name) for name in rank + hosts] + [("nnodes", name) for name in count + hosts] +
+                 [("master_addr", name) for name in master + hosts] + [("nproc_per_node", name) for name in procs])
+
+
 # Strongest first. The order also breaks ties where values may differ (a master's name beside its IP).
 SOURCES = (
     Source("flags", (), flags),
     Source("NODEWEAVE_* variables", ("NODEWEAVE_NODE_RANK",), nodeweave_variables),
     Source("plain variables", ("NODE_RANK",), plain_variables),
     Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=kubeflow_pod),
-    Source("Indexed Job / JobSet", ("JOB_COMPLETION_INDEX",), indexed_job),
+    Source("Indexed Job / JobSet", ("JOB_COMPLETION_INDEX",), indexed_job, reads=_reads(("JOB_COMPLETION_INDEX",))),
     Source("StatefulSet pod index", ("NODEWEAVE_POD_INDEX",), statefulset_pod_index),
-    Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always),
-    Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=always),
-    Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=always),
-    Source("dstack", ("DSTACK_NODE_RANK",), dstack, own_naming=always),  # its instances are <fleet>-<N>
-    Source("AWS Batch", ("AWS_BATCH_JOB_NODE_INDEX",), aws_batch),
+    Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always,
+           reads=_reads(("LWS_WORKER_INDEX",), ("LWS_GROUP_SIZE",), ("LWS_LEADER_ADDRESS",))),
+    Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=always,
+           reads=_reads(("VC_TASK_INDEX",), hosts=("VC_*_HOSTS",))),
+    Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=always,
+           reads=_reads(("SKYPILOT_NODE_RANK",), ("SKYPILOT_NUM_NODES",), procs=("SKYPILOT_NUM_GPUS_PER_NODE",),
+                        hosts=("SKYPILOT_NODE_IPS",))),
+    Source("dstack", ("DSTACK_NODE_RANK",), dstack, own_naming=always,  # its instances are <fleet>-<N>
+           reads=_reads(("DSTACK_NODE_RANK",), ("DSTACK_NODES_NUM",), ("DSTACK_MASTER_NODE_IP",),
+                        ("DSTACK_GPUS_PER_NODE",), ("DSTACK_NODES_IPS",))),
+    Source("AWS Batch", ("AWS_BATCH_JOB_NODE_INDEX",), aws_batch,
+           reads=_reads(("AWS_BATCH_JOB_NODE_INDEX", "AWS_BATCH_JOB_MAIN_NODE_INDEX"), ("AWS_BATCH_JOB_NUM_NODES",),
+                        ("AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS",))),
     Source("Google Cloud Batch", ("BATCH_TASK_INDEX with BATCH_HOSTS_FILE",), google_batch,
-           own_naming=always),  # its VMs are <job>-group<G>-<N>
-    Source("SageMaker", ("SM_CURRENT_HOST in SM_HOSTS",), sagemaker, own_naming=sagemaker_naming),
-    Source("Azure ML", ("AZ_BATCHAI_TASK_INDEX",), azure_ml),
+           own_naming=always,  # its VMs are <job>-group<G>-<N>
+           reads=_reads(("BATCH_TASK_INDEX",), ("BATCH_TASK_COUNT",), hosts=("BATCH_HOSTS_FILE",))),
+    Source("SageMaker", ("SM_CURRENT_HOST in SM_HOSTS",), sagemaker, own_naming=sagemaker_naming,
+           reads=_reads(("SM_CURRENT_HOST",), procs=("SM_NUM_GPUS",), hosts=("SM_HOSTS",))),
+    Source("Azure ML", ("AZ_BATCHAI_TASK_INDEX",), azure_ml,
+           reads=_reads(("AZ_BATCHAI_TASK_INDEX",), ("AZUREML_NODE_COUNT",), ("AZ_BATCH_MASTER_NODE",))),
     Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=always,
-           one_task="use srun --ntasks-per-node=1"),
+           one_task="use srun --ntasks-per-node=1",
+           reads=_reads(("SLURM_NODEID", "SLURMD_NODENAME"), SLURM_COUNTS, hosts=SLURM_NODELISTS)),
     Source("MPI (Open MPI, PMIx)", ("OMPI_COMM_WORLD_RANK", "PMIX_RANK"), mpi, own_naming=always,
            one_task="start one task per node (mpirun -N 1, --map-by ppr:1:node; slotsPerWorker: 1 in a "
-                    "Kubeflow MPIJob)"),
+                    "Kubeflow MPIJob)",
+           reads=_reads(("OMPI_COMM_WORLD_RANK", "PMIX_RANK"), ("OMPI_COMM_WORLD_SIZE",))),
     Source("hostfile", ("NODEWEAVE_HOSTFILE",), hostfile, own_naming=always),
     Source("hostname ordinal", (), hostname_ordinal),
 )
+# a platform's count of the node's GPUs, read as its processes per node: weighed against the GPUs it sees
+GPU_COUNTS = tuple(name for source in SOURCES for field, name in source.reads if field == "nproc_per_node")
 RANK_NAMES = tuple(name for source in SOURCES for name in source.rank_names)
 
 

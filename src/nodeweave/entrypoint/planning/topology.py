@@ -26,11 +26,12 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
-from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
+from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty
 from .variables import inherited_output_lines, unknown_lines
 from ..world import from_a_line, node_counts, world_size
 
 DEFAULT_PORT = MASTER_PORT  # contract's, the example a port refusal gives too
+RECOVERY_CONTAINERS = "recovery's containers"  # the count recovery.setup.identity_settings gives (nodes + spares)
 
 
 class ReplicasWanted(Exception):
@@ -209,11 +210,12 @@ def discover(settings, node, root, kube, warnings=None):
         nnodes, nnodes_src = _count(scene, claims, rank, rank_src, prefix, nproc)
     nnodes, lo, hi = normalize_nnodes(nnodes, nnodes_src, SCHEDULED_NODES_MAX if nnodes_src in scheduled or (
         nnodes_claim is None and nnodes_src and nnodes_src.startswith("Kubernetes API")) else most)
+    _recovery_has_another_node(settings, hi, nnodes_src)
     if rank is None:
         rank, rank_src = _no_rank(scene, hi)
     if rank >= hi:
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
-                         f"(from {nnodes_src}); ranks run 0..{hi - 1}")
+                         f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}")
     procs = None if lo != hi else node_counts(_line_slots(claims), from_a_line(nproc_src), rank, hi, nproc)
     consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src, procs)
     consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes, procs)
@@ -233,6 +235,35 @@ def discover(settings, node, root, kube, warnings=None):
     )
 
 
+def _recovery_has_another_node(settings, hi, count_source):
+    """``shared_rules.recovery_needs_another_node`` on the count the plan took, whatever gave it (NNODES,
+    PET_NNODES, a scheduler's, the single-node default): the settings' check sees only NODEWEAVE_NNODES and
+    --nnodes, so NNODES=1 under recovery planned a job with nobody to watch it (walk15b B11)."""
+    if not settings.get("recovery") or settings.get("spares") or "nnodes" in settings.flag_sources:
+        return  # a count recovery set itself (``with_flags``: a generation of the nodes left) is no one's choice
+    from .shared_rules import Naming, recovery_needs_another_node
+
+    given = "=" in str(count_source)
+    count = str(count_source).split("=")[0] if given else "NNODES"
+    switch = settings.source("recovery")
+    labels = {"nnodes": count, "recovery": switch[len("flag "):] if switch.startswith("flag ") else switch,
+              "spares": "NODEWEAVE_SPARES"}
+    for problem in recovery_needs_another_node({"recovery": True, "nnodes": hi}, set(), Naming(labels.get)):
+        raise UsageError(f"{labels[problem.key]}: {problem.problem}" + ("" if given else f" ({count_source})") +
+                         f"; accepted: {problem.accepted}")
+
+
+def _beyond_containers(count_source, rank, hi):
+    """Under recovery the count is the spec's nodes + spares, so a rank past it is a platform that started more
+    containers (``oc scale`` of the StatefulSet, a Job's parallelism raised): what it started and the two
+    remedies (walk15b B9: the pod crash-looped on a bare "not below the node count")."""
+    if not str(count_source).startswith(RECOVERY_CONTAINERS):
+        return ""
+    return (f": the platform started at least {rank + 1} nodes, more than the spec's nodes + recovery.spares "
+            f"({hi}); accepted: {hi} nodes (scale the StatefulSet or Job back to {hi} replicas), or raise nodes or "
+            "recovery.spares in nodeweave.yaml and render again (NODEWEAVE_NNODES, NODEWEAVE_SPARES)")
+
+
 def _line_slots(claims):
     """A hostfile's slots by line, when every line gives them (``sources._uneven_slots``), else None."""
     found = claims.get("line_slots")
@@ -245,6 +276,15 @@ def _processes(nproc, claim, node, warnings):
     if claim is None or claim.value == "auto":
         what = f"{gpus.count} usable {gpus.vendor.upper()} GPU(s)" if gpus and gpus.count else "no GPU: 1 process (CPU)"
         return (gpus.count if gpus and gpus.count else 1), f"auto: {what}" + (f" ({claim.source})" if claim else "")
+    counted = str(claim.source).split("=")[0]
+    if counted in GPU_COUNTS and not (gpus and gpus.count):
+        # a platform's GPU count says what the node was given: none visible is a device not passed in, never a
+        # CPU job of that many processes on gloo (walk15b B17), as a *_VISIBLE_DEVICES entry past the GPUs is
+        hidden = f" ({gpus.visible_env} hides them)" if gpus and gpus.visible_env else ""
+        raise TopologyError(f"{claim.source} says this node has {nproc} GPU(s) but it sees none{hidden}: the job "
+                            f"would run {nproc} CPU processes on gloo; make the GPUs visible in the container (--gpus "
+                            "all / CDI, the device plugin's GPU limit, the driver mounted), or pass "
+                            "--nproc-per-node for CPU processes on purpose")
     if gpus and gpus.count and nproc > gpus.count:
         raise TopologyError(f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s) "
                             "here (what CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and the devices leave): ranks would "
@@ -273,18 +313,18 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
     if getattr(scene.settings, "status", False):  # node 0 knows the count: any shell may ask it (walk9 B1)
         return str(max(NODES_MAX, (rank or 0) + 1)), STATUS_COUNT
     if rank not in (None, 0):
-        raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown"
-                            f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)")
+        raise refusal(scene, f"node rank {rank} (from {rank_src}) but the node count is unknown"
+                      f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)", "nnodes")
     signal = consistency.multi_node_signal(claims, scene.node, nproc)
     if signal:
-        raise TopologyError(f"{signal}, but no node count is set{said_empty(scene, 'nnodes')}, so this would run as "
-                            "a single node that never meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) "
-                            "on every node")
+        raise refusal(scene, f"{signal}, but no node count is set{said_empty(scene, 'nnodes')}, so this would run "
+                      "as a single node that never meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) on "
+                      "every node", "nnodes")
     if empty_variables(scene, ("nnodes",)):  # an empty count is never "one node" (walk9 B5: node 0 of a 2-node
         # job whose $NNODES was unset trained alone while node 1 waited), as an empty rank or master is refused
-        raise TopologyError(f"no node count is set{said_empty(scene, 'nnodes')}: an empty count is never read as a "
-                            "single node; set NNODES (or NODEWEAVE_NNODES / --nnodes) to the job's node count on every "
-                            "node, or unset it for a single node")
+        raise UsageError(f"no node count is set{said_empty(scene, 'nnodes')}: an empty count is never read as a "
+                         "single node; set NNODES (or NODEWEAVE_NNODES / --nnodes) to the job's node count on every "
+                         "node, or unset it for a single node")
     return "1", "default: single node (no node count set)"
 
 
@@ -294,10 +334,10 @@ def _no_rank(scene, hi):
     if getattr(scene.settings, "status", False):  # only node 0 is asked: an operator's shell is no node (walk9 B2)
         return 0, "none: --status asks node 0 and needs no rank of its own"
     why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
-    raise TopologyError(
-        f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
+    raise refusal(
+        scene, f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
         f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set{said_empty(scene, 'node_rank')}; set "
-        f"NODE_RANK=0..{hi - 1} on each node")
+        f"NODE_RANK=0..{hi - 1} on each node", "node_rank")
 
 
 def choose_master(scene, claims, prefix, hi, notes, warnings):
@@ -319,9 +359,11 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
                 f"cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
-    raise TopologyError(f"no master address{said_empty(scene, 'master_addr', 'service')}" + (
-        "" if "master_addr" in scene.missing else "; set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a "
-                                                  "StatefulSet"))
+    # a platform's own remedy (its variable set but empty, or lacking on this node) replaces the generic one
+    platform_said = "master_addr" in scene.missing or empty_platform(scene, "master_addr")
+    raise refusal(scene, f"no master address{said_empty(scene, 'master_addr', 'service')}" + (
+        "" if platform_said else "; set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a StatefulSet"),
+        "master_addr", "service")
 
 
 def cluster_domain(settings, kube):

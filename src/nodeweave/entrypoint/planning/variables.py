@@ -82,6 +82,18 @@ DEVELOPMENT = frozenset((
     "NODEWEAVE_UPDATE_GOLDEN", "NODEWEAVE_VENV",
 ))
 DEVELOPMENT_PREFIX = "NODEWEAVE_TEST_"
+# A name near one the entrypoint only sets for its ranks (``SET_FOR_RANKS``): what to do instead of naming it
+OUTPUT_MEANT = {
+    "NODEWEAVE_RESUME_FROM": "NODEWEAVE_RESUME_FROM is nodeweave's to set for the ranks, never read: to start from "
+                             "a save of your choice, load it in the script yourself (its own resume option), as "
+                             "docs/recovery.md 'Only this job's saves' says",
+    "NODEWEAVE_RESTART_COUNT": "NODEWEAVE_RESTART_COUNT is nodeweave's to set for the ranks (each generation's "
+                               "number), never read; the restarts allowed are NODEWEAVE_RECOVERY_MAX_RESTARTS",
+    "NODEWEAVE_RANKWATCH_DIR": "NODEWEAVE_RANKWATCH_DIR is nodeweave's to set for the ranks (the stall watch's), "
+                               "never read",
+    "NODEWEAVE_RANKWATCH_PID": "NODEWEAVE_RANKWATCH_PID is nodeweave's to set for the ranks (the stall watch's), "
+                               "never read",
+}
 PREFIX = "NODEWEAVE_"
 
 
@@ -103,6 +115,9 @@ def unknown_variables(env):
             continue
         import difflib  # only for a name to suggest for: it imports re, which the start-up path does without
 
+        # what the entrypoint only sets for its ranks is no name to set instead: it is just as ignored (walk15b B7:
+        # NODEWEAVE_RESUME_FORM was offered NODEWEAVE_RESUME_FROM, which the plan then dropped as nodeweave's own):
+        # the nearest being one, unknown_lines and reserved.instead say OUTPUT_MEANT's remedy, never "did you mean"
         known = sorted(known[len(PREFIX):] for known in KNOWN)
         stems = difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6)  # the shared prefix is no likeness
         found.append((name, _aliases().get(name) or (PREFIX + stems[0] if stems else None)))
@@ -151,6 +166,8 @@ def unknown_lines(env, read_here=None):
     """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant. ``read_here``: the
     names the calling program reads (the CLI's), when a name meant that it does not read is only the nodes'."""
     def meant(close):
+        if close in OUTPUT_MEANT:
+            return f" ({OUTPUT_MEANT[close]})"
         elsewhere = read_here is not None and close not in read_here
         return f" (did you mean {close}" + (", which nodeweave-entrypoint reads in the nodes, not this command?)"
                                             if elsewhere else "?)")

@@ -15,7 +15,7 @@ returns the next generation or the reason the job stops, with its exit code;
 rendezvous host, the fault in the history); :func:`closed`, :func:`finished`
 and :func:`kept_by` the end and a node's own copy. A fault is a node's or the
 job's own: :func:`shared_error` finds the same exception raised by the script
-on every node that reported one, :func:`repeated` the same exception raised
+(or the same error line it exited with) on every node that reported one, :func:`repeated` the same exception raised
 by the culprits of two generations in a row, two nodes (a job of one training
 node and a spare), and :func:`job_error` stops the job with it, leaving no
 (further) node out and spending no (further) restart. ``hub.py`` hands these functions
@@ -199,7 +199,8 @@ def judged(evidence, book, now):
         shared = shared_error(errors, book.members)
         if shared:  # the same exception on every node that raised one: the job's own, no node's
             nodes, error = shared
-            did = "the start failed with" if error.get("start") else "the script raised"
+            did = "the start failed with" if error.get("start") else "the script exited with" if "exit" in error \
+                else "the script raised"
             return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
                          why=f"{did} {error['line']} on node(s) {ranges(map(str, nodes))}",
                          error=dict(error, nodes=nodes))
@@ -231,8 +232,8 @@ def repeated(book, node, raised):
 
 
 def shared_error(errors, members):
-    """The job's own error, or None: ``errors`` maps identities to the exception their script raised
-    ({"line", "lines"}, ``symptoms.script_error``); two or more of the generation's ``members`` raised the same
+    """The job's own error, or None: ``errors`` maps identities to the exception their script raised or the error
+    line it exited with ({"line", "lines"}, ``symptoms.script_error``); two or more of the generation's ``members`` raised the same
     one and none another. Returns (the identities, the error)."""
     raised = {node: error for node, error in errors.items() if node in members}
     if len(raised) < 2 or len({error["line"] for error in raised.values()}) != 1:

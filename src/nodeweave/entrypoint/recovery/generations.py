@@ -132,6 +132,9 @@ class Generations:
         """Start this node's launcher for the generation under ``watch`` (``loop.Start``'s steps); its exit code.
         A start that fails here (the plan, the files, the launcher not found) is reported to node 0 as this
         node's fault."""
+        pause = watch.silent_since_verdict()
+        if pause is not None:  # stopped since the verdict: node 0 went on (or ended) without it (walk15b B13)
+            return watch.declared_lost(pause)
         watch.start()  # beats go on while the generation's plan is made (DNS can take seconds under load)
         try:
             plan, settings = self._generation_plan(book, verdict)

@@ -22,6 +22,7 @@ class NodeSide:
         self.checkin, self.plan, self.identity = gens.checkin, gens.plan, gens.identity
         self.generation = 0       # the generation this node asks for next
         self.carried = None       # the book of the last generation it heard of (CARRIED)
+        self.lost_silent = None   # this node's own silence node 0 declared it lost for (``LinkWatch.declared_lost``)
 
     # --- the other nodes -----------------------------------------------------------------------------
     def loop(self):
@@ -30,7 +31,7 @@ class NodeSide:
 
         started = time.monotonic()
         while True:
-            verdict, channel = self.checkin.join(self.generation, self.carried)
+            verdict, channel = self._join()
             if self.generation == 0 or verdict["decision"] != "start":
                 say_verdict(verdict, time.monotonic() - started, self.log)
                 record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
@@ -53,15 +54,31 @@ class NodeSide:
             watch = LinkWatch(channel, self.log, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
             if role is Role.TRAINING:
                 code = self.gens.launch(book, verdict, watch)
+                self.lost_silent = watch.lost_for()  # the next check-in's failure says it
                 if code == 0 or user_stopped(self.gens.received) or watch.job_was_ended():
                     return code  # job_was_ended: node 0 was stopped on purpose, the job ends here too (B3)
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
             job_over = watch.sit_out()  # a spare has no launcher to stop
+            self.lost_silent = watch.lost_for()
             channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
             if watch.job_was_ended():  # node 0 was stopped on purpose: the job ends on every node (walk10 B3)
                 return EXIT_PEER_FAILED
             if job_over:
                 self.log("recovery: the job finished; this node was not needed")
                 return 0
+
+    def _join(self):
+        """Check in for the next generation; node 0 gone after this node was declared lost for its own silence is
+        said as that: the job most likely ended without it (walk15b B13: "node 0 is gone" alone blamed node 0)."""
+        from ..errors import EXIT_UNREACHABLE, EntrypointError
+
+        try:
+            return self.checkin.join(self.generation, self.carried)
+        except EntrypointError as err:
+            if self.lost_silent is None or err.exit_code != EXIT_UNREACHABLE:
+                raise
+            raise EntrypointError(f"{err}; this node itself was silent for {self.lost_silent:.0f}s and node 0 "
+                                  "declared it lost: the job most likely went on or ended without it (node 0's "
+                                  "log says which)", EXIT_UNREACHABLE) from None

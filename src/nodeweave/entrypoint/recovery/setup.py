@@ -45,7 +45,9 @@ def identity_settings(settings):
         return settings
     slots = job_size(settings)[1]
     _platform_holds(settings, slots, spares)
-    ident = with_flags(settings, f"recovery's containers ({slots} training + {spares} spare(s))",
+    from ..planning.topology import RECOVERY_CONTAINERS
+
+    ident = with_flags(settings, f"{RECOVERY_CONTAINERS} ({slots} training + {spares} spare(s))",
                        nnodes=slots + spares)
     ident.env = dict(settings.env, NODEWEAVE_NNODES=ident.flags["nnodes"])  # one count: no flag-over-variable warning
     return ident

@@ -183,12 +183,9 @@ def _own_root(pid):
 ENTRYPOINT_NAMES = ("nodeweave-entrypoint", "nodeweave-entrypoint.pyz", "nodeweave.entrypoint")
 
 
-def entrypoint_run_id(argv):
-    """The ``--run-id`` of an entrypoint's command line (its words), or None when the words are not the entrypoint's
-    (its program: ``nodeweave-entrypoint``, the zipapp, ``python -m nodeweave.entrypoint``, the first word that is
-    no interpreter option) or give no run id among its options, before ``--`` or the training command: a wrapper
-    script given ``--run-id hf1`` (``./start.sh ... --run-id hf1``) is no entrypoint of run hf1 (walk12b B6: a
-    report of it answered an all-null report, exit 0, and ``--node stop --run hf1`` would stop the script)."""
+def entrypoint_options(argv):
+    """The entrypoint's own options in a command line (its words, before ``--`` or the training command), or None when
+    the words are not the entrypoint's (:func:`entrypoint_run_id` says how that is told)."""
     words = list(argv)
     for at, word in enumerate(words[:8]):
         if os.path.basename(word) in ENTRYPOINT_NAMES:
@@ -200,7 +197,16 @@ def entrypoint_run_id(argv):
     else:
         return None
     options = words[at + 1:]
-    options = options[:options.index("--")] if "--" in options else options
+    return options[:options.index("--")] if "--" in options else options
+
+
+def entrypoint_run_id(argv):
+    """The ``--run-id`` of an entrypoint's command line (its words), or None when the words are not the entrypoint's
+    (its program: ``nodeweave-entrypoint``, the zipapp, ``python -m nodeweave.entrypoint``, the first word that is
+    no interpreter option) or give no run id among its options, before ``--`` or the training command: a wrapper
+    script given ``--run-id hf1`` (``./start.sh ... --run-id hf1``) is no entrypoint of run hf1 (walk12b B6: a
+    report of it answered an all-null report, exit 0, and ``--node stop --run hf1`` would stop the script)."""
+    options = entrypoint_options(argv) or []
     for i, word in enumerate(options):
         if word == "--run-id" and i + 1 < len(options):
             return options[i + 1]
@@ -231,6 +237,43 @@ def run_entrypoints(run_id, skip=()):
         if stat is not None and stat[0] != "Z":
             found.append((int(name), _own_root(name), stat[3]))
     return found
+
+
+# an entrypoint given one of these answers and ends, or holds: not a job run as the node's main command
+NOT_A_MAIN_RUN = ("--node", "--explain", "--status", "--hold", "--run-id", "--help", "-h", "--version")
+
+
+def main_runs(env):
+    """[{"pid", "starttime", "main"}] of this node's entrypoints that run a job as the node's main command (run
+    mode: a container's CMD, a process started by hand; no ``--run-id``, so no record ``--node stop`` reads) and
+    share this ``$TMPDIR``: ``--node stop`` and ``status`` name them (walk15b B16: ``"stopped": []``, exit 0, read as
+    a run that ended while the job went on). ``main``: it is the container's PID 1."""
+    own, found = os.path.realpath(state_root(env)), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                words = [w.decode("utf-8", "replace") for w in f.read().split(b"\0")[:-1]]
+        except OSError:
+            continue
+        options = entrypoint_options(words)
+        if options is None or any(word.partition("=")[0] in NOT_A_MAIN_RUN for word in options):
+            continue
+        stat = proc_stat(int(name))
+        if stat is not None and stat[0] != "Z" and _own_root(name) == own and not _entrypoint_parent(stat[1]):
+            found.append({"pid": int(name), "starttime": stat[3], "main": int(name) == 1})
+    return found
+
+
+def _entrypoint_parent(pid):
+    """Whether ``pid`` is an entrypoint itself (a launcher's child named like one is not the node's main run)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = [w.decode("utf-8", "replace") for w in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return False
+    return entrypoint_options(words) is not None
 
 
 def unrecorded_runs(run_id, recorded, env):

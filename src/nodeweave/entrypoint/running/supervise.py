@@ -304,6 +304,9 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None, 
     """
     import signal
 
+    pause = watch.silent_since_verdict() if watch is not None else None
+    if pause is not None:  # node 0 went past the verdict while this node was stopped: no launch (walk15b B13)
+        return watch.declared_lost(pause)
     forwarded = _numbers(FORWARDED)
     received = [] if received is None else received
     parent = os.getpid()

@@ -7,8 +7,9 @@ report at its word: a node whose output shows only that a peer went away is a *s
 (:func:`secondary`), and node 0 waits a moment for a primary one before it judges (``heartbeat.py``).
 
 The other way round, :func:`script_error` finds the exception a rank's script raised (``PermissionError:
-[Errno 13] ...``): the same line from every node is the job's own error, not a node's (recovery stops the job
-naming it instead of leaving nodes out one by one, ``recovery/hub.py``).
+[Errno 13] ...``), or the error line it exited with (:func:`clean_exit`: argparse's ``prog: error: ...``): the
+same line from every node is the job's own error, not a node's (recovery stops the job naming it instead of
+leaving nodes out one by one, ``recovery/hub.py``).
 
 A node's output is secondary when it holds a peer-gone line and no rank of its own was killed by a signal
 (torchrun's summary: ``exitcode  : -9``, ``Signal 9 (SIGKILL) received by PID``; SIGABRT is how NCCL's
@@ -68,6 +69,10 @@ def secondary(text):
 
 # A Python exception's last traceback line as a rank prints it (torchrun may prefix ``[rank0]:`` or ``[default0]:``).
 EXCEPTION_LINE = re.compile(r"^(?:\[[\w.-]+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::.*)?)$")
+# A script's refusal of its own arguments: argparse's ``train.py: error: argument --lr: invalid float value: 'abc'``
+# (after its usage line), click's ``Error: Invalid value for '--lr'``; exit 2, no traceback (walk15a A12: neither
+# was ever named, so a node's error line was torchrun's banner rule). Not nodeweave's own programs' lines.
+USAGE_LINE = re.compile(r"^(?:\[[\w.-]+\]:\s*)?((?!nodeweave)[\w./-]+: error: .+|Error: .+)$")
 # Not the script's own: the launcher's summary of its children, and what a rank raises when a peer or the
 # collective failed (every rank raises it, naming its own rank: a node's fault, or a stall's).
 NOT_THE_SCRIPTS = re.compile(r"ChildFailedError|SignalException|DistBackendError|DistNetworkError|Watchdog|"
@@ -85,17 +90,63 @@ def start_failure(err):
 
 
 def script_error(text):
-    """The exception the script raised, as its last output shows it: {"line": the exception line, "lines": the
-    traceback's last lines}, or None (killed by a signal, a peer gone, an exit without a traceback)."""
+    """The script's own error, as its last output shows it: {"line": the exception line, "lines": the
+    traceback's last lines}, or its clean exit's (:func:`clean_exit`, with ``"exit"``); None when killed by a
+    signal or a peer went away."""
     if not text or OWN_SIGNAL.search(text):
         return None
     lines = text.splitlines()
     for i in range(len(lines) - 1, -1, -1):
-        match = EXCEPTION_LINE.match(lines[i].strip())
-        if not match or NOT_THE_SCRIPTS.search(lines[i]) or PEER_GONE.search(lines[i]):
+        line = _scripts_own(lines[i].strip())
+        if line is None:
             continue
-        return {"line": match.group(1)[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
-    return None
+        return {"line": line[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
+    return clean_exit(text)
+
+
+# A worker's exit with a code of its own (no signal), as its launcher reports it: torchrun's summary, deepspeed's
+# launcher, accelerate's CalledProcessError.
+EXIT_CODE = re.compile(r"exitcode\s*:\s*([1-9]\d*)|exits with return code = ([1-9]\d*)|"
+                       r"returned non-zero exit status ([1-9]\d*)")
+# What a program prints as it exits with an error but no traceback: argparse's `prog: error: ...` (a script's
+# arguments, or the launcher's own: its start failing), Python's `can't open file` and `No module named` (the
+# script or module missing), a shell's `not found`.
+SAID_ERROR = re.compile(r"^(?:\[[\w.-]+\]:\s*)?(\S+: (?:error: .+|can't open file .+|No module named .+|"
+                        r".*\bnot found))$")
+
+
+def clean_exit(text):
+    """A worker's (or its launcher's) exit on its own with an error it said, no traceback, no signal, no peer gone:
+    {"line": the last ``prog: error: ...``-like line, or "exit N with no error printed", "lines": the lines
+    before it, "exit": N}, or None. The same on every node is the job's own error (argparse's exit 2 for a
+    mistyped flag, the script's file missing, ``sys.exit(2)``), as the same exception is (walk15b B15)."""
+    if not text or OWN_SIGNAL.search(text) or PEER_GONE.search(text):
+        return None
+    lines = [line.strip() for line in text.splitlines()]
+    if any(EXCEPTION_LINE.match(line) and not LAUNCHERS_OWN.search(line) for line in lines):
+        return None  # a worker raised (a timeout, a collective's error): not a clean exit
+    codes = [next(g for g in m.groups() if g) for m in EXIT_CODE.finditer(text)]
+    said = [(i, m.group(1)) for i, m in enumerate(map(SAID_ERROR.match, lines)) if m]
+    if said:
+        i, line = said[-1]
+        found = {"line": line[:300], "lines": [kept[:300] for kept in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
+    elif codes:
+        found = {"line": f"exit {codes[-1]} with no error printed", "lines": []}
+    else:
+        return None
+    return dict(found, exit=int(codes[-1]) if codes else None)
+
+
+def _scripts_own(line):
+    """The error ``line`` (stripped) states as the script's own, its rank prefix dropped, or None: an exception it
+    raised (not a peer gone, not a collective's timeout) or its refusal of its arguments (:data:`USAGE_LINE`)."""
+    usage = USAGE_LINE.match(line)
+    if usage:  # its own words on its own flags (`--timeout`, `--nccl-debug`): never a launcher's or a peer's
+        return usage.group(1)
+    match = EXCEPTION_LINE.match(line)
+    if not match or NOT_THE_SCRIPTS.search(line) or PEER_GONE.search(line):
+        return None
+    return match.group(1)
 
 
 # The launcher's own report of its children, never a worker's cause: torchrun's ``ChildFailedError`` (and its
@@ -111,15 +162,15 @@ def cause(text):
     before the tail's torchrun frames (walk9 A3, left10): the node's own failure line, a peer's relayed failure,
     ``nodeweave run``'s summary, ``runs show``, ``up``'s readiness failure, ``bench`` and ``doctor``'s bench.
 
-    In order: the exception the script raised (:func:`script_error`'s rules: not a peer gone, not a collective's
-    timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
+    In order: the exception the script raised or its refusal of its arguments (:func:`script_error`'s rules: not
+    a peer gone, not a collective's timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
     exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`)."""
     if not text:
         return None
     lines = [line.strip() for line in text.splitlines()]
     candidates = [(i, line) for i, line in enumerate(lines)
-                  if EXCEPTION_LINE.match(line) and not LAUNCHERS_OWN.search(line)]
-    own = [line for _, line in candidates if not NOT_THE_SCRIPTS.search(line) and not PEER_GONE.search(line)]
+                  if (EXCEPTION_LINE.match(line) or USAGE_LINE.match(line)) and not LAUNCHERS_OWN.search(line)]
+    own = [line for _, line in candidates if _scripts_own(line) is not None]
     if own and not OWN_SIGNAL.search(text):
         return own[-1][:300]
     signalled = OWN_SIGNAL.search(text) and [m for m in OWN_SIGNAL_NAMED.finditer(text)
@@ -132,6 +183,9 @@ def cause(text):
                 (": the out-of-memory killer, or a kill -9" if number == "9" else ""))
     if own:
         return own[-1][:300]
+    said = clean_exit(text)
+    if said and said["lines"]:
+        return said["line"]
     return candidates[-1][1][:300] if candidates else None
 
 
@@ -140,3 +194,32 @@ def named_first(how, text):
     first words of every failure nodeweave relays."""
     found = cause(text)
     return f"{how}: {found}" if found else how
+
+
+# Lines that say nothing of their own: rules and frames of only punctuation (torchrun's ``=====`` banner), and a
+# peer's output quoted under a node's own line (``nodeweave-entrypoint:   | ...``, headed ``... last output:``).
+QUOTED = re.compile(r"^nodeweave-entrypoint:\s+\|")
+QUOTE_HEAD = re.compile(r"last output:$")
+WORDLESS = re.compile(r"^[^A-Za-z0-9]*$")
+
+
+def last_said(text):
+    """The last line of ``text`` that says something (stripped), or None: never a banner rule (walk15a A12: a
+    failed node's "last line" was torchrun's ``=====``) nor another node's output quoted in this one's. The one
+    pick of a node's "last line" wherever one is shown: ``nodeweave run``'s error, ``runs show``, ``exec``,
+    ``status``."""
+    for line in reversed((text or "").splitlines()):
+        bare = line.strip()
+        if bare and not WORDLESS.match(bare) and not QUOTED.match(bare) and not QUOTE_HEAD.search(bare):
+            return bare
+    return None
+
+
+def told(text):
+    """What one line names of a node's output: ``the cause: `` the worker's own error line (:func:`cause`), else
+    ``last line: `` the last line that says something (:func:`last_said`); None for no output."""
+    found = cause(text)
+    if found:
+        return "the cause: " + found
+    last = last_said(text)
+    return "last line: " + last if last else None

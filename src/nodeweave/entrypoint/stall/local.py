@@ -34,6 +34,10 @@ class LocalWatch(FaultSeam):
         self.stop_launcher = None
         self.thread = None
 
+    def silent_since_verdict(self):
+        """One node alone had no check-in verdict to be silent past (``heartbeat.LinkWatch``'s question)."""
+        return None
+
     def launch_with(self, stop_launcher):
         """The launcher a stall stops; the watch starts with it (one node alone beats to nobody before)."""
         self.start(stop_launcher)

@@ -68,9 +68,10 @@ def _stall_end(timeout_s, stop_code, recovery, culprits):
         return "  stall_timeout is 0: the job is not stopped for it"
     if not recovery:
         return f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})"
+    from ..errors import fault_comes_to
+
     whose = f" without node {culprits[0].get('node')}" if culprits else ""
-    return (f"  after stall_timeout {timeout_s}s the stall is a fault for recovery, not exit {stop_code}: its next "
-            f"generation starts{whose} (or, with no spare or minimum left to allow it, the job ends, exit 8)")
+    return "  " + fault_comes_to(f"stall_timeout {timeout_s}s", stop_code, recovery, whose)
 
 
 def straggler_lines(named, nodes, window_s):

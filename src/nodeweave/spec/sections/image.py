@@ -39,21 +39,22 @@ HASH_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     f = r.fields(top.require("image", "a mapping with at least 'variant'"), "image", KEYS)
-    variant = _variant(r, f)
+    variant = r.field(lambda: _variant(r, f), None)  # each field on its own: every mistake in one run (walk15 A1)
     requirements = optional(r, f, "requirements", rules.REQUIREMENTS_FILE)
     if requirements is not None and base_dir is not None:
         check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant,
                                 folder=base_dir)
     pip = rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True)
-    for path, item in r.sequence(f.get("pip"), "image.pip", "pinned requirements"):
-        problem = baked_problem(r.string(item, path, "a string"), variant, requirement=True)
+    for path, item in r.field(lambda: list(r.sequence(f.get("pip"), "image.pip", "pinned requirements")), []):
+        problem = baked_problem(item.value, variant, requirement=True) if getattr(item, "value", None) in pip \
+            else None  # an item the rule refused is said once
         if problem:
-            raise r.fail(item, path, f"{redacted(r.string(item, path, 'a string'))!r} {problem[0]}", problem[1])
+            r.keep(r.fail(item, path, f"{redacted(item.value)!r} {problem[0]}", problem[1]))
     build_args = string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME)
-    for name, path, item in r.mapping(f.get("build_args"), "image.build_args", "a mapping"):
-        problem = None if rules.looks_secret(name) else url_credential(build_args.get(name, ""))
+    for name, value in build_args.items():
+        problem = None if rules.looks_secret(name) else url_credential(value)
         if problem:  # a declared ARG's default: in the Dockerfile and the image history
-            raise r.fail(item, path, *problem)
+            r.keep(r.fail(_entry_node(r, f.get("build_args"), name), f"image.build_args.{name}", *problem))
     return Image(
         variant=variant,
         registry=optional(r, f, "registry", rules.REGISTRY) or Image.registry,
@@ -63,10 +64,15 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
         apt=rule_list(r, f.get("apt"), "image.apt", rules.APT_PACKAGE, unique=True),
         pip=pip,
         requirements=requirements,
-        project=_project(r, f.get("project"), base_dir),
-        extras=_extras(r, f.get("extras"), variant),
+        project=r.field(lambda: _project(r, f.get("project"), base_dir), None),
+        extras=r.field(lambda: _extras(r, f.get("extras"), variant), ()),
         digest=optional(r, f, "digest", rules.IMAGE_DIGEST),
     )
+
+
+def _entry_node(r: Reader, node: Node, key: str) -> Node:
+    """The value node of ``key`` in a mapping the reader has read (for the line of a refusal)."""
+    return next(value for name, _, value in r.mapping(node, "", "a mapping") if name == key)
 
 
 SECRET_HINT = ("no build step receives a credential: what a build step downloads with one comes from a wheelhouse "
@@ -127,13 +133,13 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
         from nodeweave.entrypoint.bounded import not_a_folder
 
         why = not_a_folder(base_dir / source.rstrip("/"))
-        raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} {looked_in(base_dir)}", "a directory "
-                     "inside the build context, relative to the spec's directory (this folder for a spec read from a pipe or -; e.g. third_party/torchtitan)")
+        r.keep(r.fail(f.get("source"), "image.project.source", f"{source!r} {why} {looked_in(base_dir)}", "a directory "
+                     "inside the build context, relative to the spec's directory (this folder for a spec read from a pipe or -; e.g. third_party/torchtitan)"))
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
-    for path, item in r.sequence(f.get("run"), "image.project.run", "shell lines"):
-        problem = url_credential(r.string(item, path, "a string"))
+    for path, item in r.field(lambda: list(r.sequence(f.get("run"), "image.project.run", "shell lines")), []):
+        problem = url_credential(item.value) if getattr(item, "value", None) in run else None
         if problem:  # a RUN line is in the image history
-            raise r.fail(item, path, *problem)
+            r.keep(r.fail(item, path, *problem))
     if source is None and not run:
         raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
                      "source: <directory in the build context> and/or run: [<shell command>, ...]")
@@ -144,18 +150,23 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
 def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
     accepted = "one of " + ", ".join(EXTRAS) + " (catalogue extras; docs/images.md says what each installs)"
     chosen: List[str] = []
-    row = get_variant(variant)
-    for path, item in r.sequence(node, "image.extras", accepted):
+    row = get_variant(variant) if variant is not None else None  # None: the variant was refused
+
+    def read(path: str, item: Node) -> str:
         key = r.string(item, path, accepted)
         if key not in EXTRAS:
             raise r.bad_value(item, path, accepted)
-        extra = EXTRAS[key]
-        if not extra.applies_to(row):
-            raise r.fail(item, path, f"{key} does not apply to variant {variant} ({extra.applies})",
+        if row is not None and not EXTRAS[key].applies_to(row):
+            raise r.fail(item, path, f"{key} does not apply to variant {variant} ({EXTRAS[key].applies})",
                          "an extra whose vendor and distribution match image.variant")
         if key in chosen:
             raise r.fail(item, path, f"{key!r} is listed twice", "each extra once")
-        chosen.append(key)
+        return key
+
+    for path, item in r.sequence(node, "image.extras", accepted):
+        key = r.field(lambda: read(path, item), None)  # each item on its own
+        if key is not None:
+            chosen.append(key)
     return tuple(chosen)
 
 
@@ -168,7 +179,7 @@ def looked_in(base_dir: Path) -> str:
 def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, variant: Optional[str] = None,
                             folder: Optional[Path] = None) -> None:
     """Every requirement in ``file`` is pinned, and none contradicts what the image holds or carries what must not
-    reach it (``baked_problem``); the first that is not is named with its own line. ``folder``: the spec's, named
+    reach it (``baked_problem``); each that is not is named with its own line, all in one run. ``folder``: the spec's, named
     when the file is not there."""
     field = "image.requirements"
     try:
@@ -180,14 +191,17 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, varia
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or err
         raise r.fail(node, field, f"cannot read {shown!r} ({why})", "a UTF-8 requirements file") from None
-    for number, line in _logical_lines(text):
+    refused = set()
+    for number, line in _logical_lines(text):  # every line the image cannot take, each said (walk15 A25)
         problem = _requirement_problem(line)
         if problem:
-            raise r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
-                         f"line (with --hash=sha256:<64 hex> after it), comments, and the options "
-                         f"{', '.join(REQUIREMENT_OPTIONS)} with their values")
+            refused.add(number)
+            r.keep(r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
+                          f"line (with --hash=sha256:<64 hex> after it), comments, and the options "
+                          f"{', '.join(REQUIREMENT_OPTIONS)} with their values"))
     for number, line, accepted in requirement_conflicts(text, variant):
-        raise r.fail(node, field, f"{shown}:{number}: {line}", accepted)
+        if number not in refused:
+            r.keep(r.fail(node, field, f"{shown}:{number}: {line}", accepted))
 
 
 def requirement_conflicts(text: str, variant: Optional[str]):

@@ -12,8 +12,8 @@ from nodeweave.entrypoint.hostport import host_key
 from nodeweave.entrypoint.planning import launcher_options, launcher_table
 from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, instead, reserved_reason, value_problem
 from nodeweave.spec import rules
-from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
-                                   string_map)
+from nodeweave.spec.fields import (boolean, choice, each, host_path, integer, optional, optional_container_path,
+                                   rule_list, string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
 from nodeweave.entrypoint.planning.contract import NODES_MAX, NPROC_MAX
@@ -65,21 +65,19 @@ def gpus(r: Reader, node: Optional[Node]):
     return "auto"
 
 
+LAUNCHER_KEYS = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
+                 "exchange_port", "exchange_allow", "mode", "setup", "stall_warn", "stall_timeout")
+WORKSPACE_KEYS = ("path", "host_path")
+CACHE_KEYS = ("path", "host_path", "size")
+
+
 def launcher(r: Reader, top: Fields) -> Launcher:
-    keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
-            "exchange_port", "exchange_allow", "mode", "setup", "stall_warn", "stall_timeout")
-    f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
-    script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
-    script = r.string(script_node, "launcher.script", "a path such as train.py")
-    if not rules.single_line(script):
-        raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
-    words = script.split()
-    if any(word.startswith("-") for word in words[1:]):  # a path may hold spaces; options after it are args
-        raise r.fail(script_node, "launcher.script", f"{script!r} holds options after the path (it is one argv "
-                     "word, a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
-                     f"args: {list(words[1:])}")
-    items = r.sequence(f.get("args"), "launcher.args", "strings", words=True)
-    args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
+    f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", LAUNCHER_KEYS)
+    script_node = r.field(lambda: f.require("script", "the training script, relative to workspace.path (for type "
+                                            "command: argv[0])"), None)
+    script = None if script_node is None else r.field(lambda: _script(r, script_node), None)  # each field on its own: every mistake in one run
+    args = each(r, f.get("args"), "launcher.args", "strings", lambda path, item: r.string(
+        item, path, "a string (any scalar but null)"), words=True)
     kind = choice(r, f, "type", LAUNCHERS, "torchrun")
     master_port = integer(r, f, "master_port", 29500, 1, 65535)
     exchange_port = integer(r, f, "exchange_port", None, 1, 65535)
@@ -93,13 +91,14 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     if stall is not None:
         field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
         raise r.fail(f.get(field), f"launcher.{field}", stall[0], stall[1])
-    if kind != "command":  # a command's argv[0] is a program (bash, /usr/bin/env), not a workspace file
-        check_inside_workspace(r, script_node, "launcher.script", script, SCRIPT_ACCEPTED, absolute_too=False)
+    if kind != "command" and script is not None:  # a command's argv[0] is a program, not a workspace file
+        r.field(lambda: check_inside_workspace(r, script_node, "launcher.script", script, SCRIPT_ACCEPTED,
+                                               absolute_too=False), None)
     return Launcher(
         type=kind,
         script=script,
         args=args,
-        options=_options(r, f.get("options"), kind),
+        options=r.field(lambda: _options(r, f.get("options"), kind), ()),
         master_port=master_port,
         max_restarts=integer(r, f, "max_restarts", 0, *RANGES["max_restarts"]),
         wait_timeout=integer(r, f, "wait_timeout", 600, *RANGES["wait_timeout"], unit="seconds"),
@@ -114,20 +113,39 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     )
 
 
+def _script(r: Reader, node: Node) -> str:
+    """``launcher.script``: one argv word, a path; its arguments go in ``args``."""
+    r.refuse_number(node, "launcher.script", "a path such as train.py")
+    script = r.string(node, "launcher.script", "a path such as train.py")
+    if not rules.single_line(script):
+        raise r.bad_value(node, "launcher.script", "a non-empty, single-line path such as train.py")
+    words = script.split()
+    if script.startswith("-"):  # walk15 A6: validate and up took it, and every node's launcher read it as an option
+        raise r.fail(node, "launcher.script", f"{script!r} starts with '-', which the launcher would read as its "
+                     "own option, on every node", f"the script's path, a file whose name starts with '-' written "
+                     f"./{script} (the launcher's options go in launcher.options, the script's in launcher.args)")
+    if any(word.startswith("-") for word in words[1:]):  # a path may hold spaces; options after it are args
+        raise r.fail(node, "launcher.script", f"{script!r} holds options after the path (it is one argv "
+                     "word, a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
+                     f"args: {list(words[1:])}")
+    return script
+
+
 def _setup(r: Reader, node: Optional[Node]) -> tuple:
-    """Shell lines for the node's environment (conda, module load, a site script): one command each."""
+    """Shell lines for the node's environment (conda, module load, a site script): one command each, each line
+    judged on its own."""
     from nodeweave.entrypoint.planning.contract import setup_line_alone
 
-    lines = []
-    for path, item in r.sequence(node, "launcher.setup", "shell lines"):
+    def line_of(path: str, item: Node) -> str:
         line = r.string(item, path, "one shell command line, e.g. 'source ~/miniconda3/etc/profile.d/conda.sh'")
         if not rules.single_line(line):
             raise r.bad_value(item, path, "one non-empty shell command line (a list item per line)")
         if setup_line_alone(line):  # every node refuses it (the entrypoint's own test)
             raise r.fail(item, path, f"{line.strip()!r} alone does nothing, and every node refuses it",
                          "the whole command as one item, e.g. 'source /opt/venv/bin/activate' or 'module load cuda'")
-        lines.append(line)
-    return tuple(lines)
+        return line
+
+    return each(r, node, "launcher.setup", "shell lines", line_of)
 
 
 
@@ -171,7 +189,7 @@ EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deeps
 
 
 def workspace(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Workspace:
-    f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
+    f = r.fields(top.get("workspace"), "workspace", WORKSPACE_KEYS)
     found = Workspace(path=optional_container_path(r, f, "path", "/workspace"),
                       host_path=host_path(r, f, "host_path", ".", homes=False))  # homes: workspace_folder_problem
     if base_dir is None:
@@ -215,7 +233,7 @@ def workspace_folder_problem(base_dir: Path, written: str) -> Optional[str]:
 
 
 def cache(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Cache:
-    f = r.fields(top.get("cache"), "cache", ("path", "host_path", "size"))
+    f = r.fields(top.get("cache"), "cache", CACHE_KEYS)
     return Cache(
         path=optional_container_path(r, f, "path", "/cache"),
         host_path=host_path(r, f, "host_path", "~/.cache/nodeweave", base_dir),

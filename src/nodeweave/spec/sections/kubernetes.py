@@ -13,7 +13,7 @@ from yaml.nodes import Node
 
 from nodeweave.spec import rules
 from nodeweave.spec.sections.image import url_credential
-from nodeweave.spec.fields import boolean, choice, integer, optional, rule_list, rule_string, string_map
+from nodeweave.spec.fields import boolean, choice, each, integer, optional, rule_list, rule_string, string_map
 from nodeweave.spec.model import (
     AFFINITY_OPERATORS, ANTI_AFFINITIES, BUILD_SOURCES, CLAIMS, SPREAD_POLICIES, TOLERATION_EFFECTS,
     TOLERATION_OPERATORS, AffinityTerm, IngressPeer, Kubernetes, OpenShiftBuild, Toleration, TopologySpread,
@@ -50,8 +50,8 @@ def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
         storage_size=optional(r, f, "storage_size", rules.QUANTITY) or "100Gi",
         claim=choice(r, f, "claim", CLAIMS, "shared"),
         node_selector=string_map(r, f.get("node_selector"), "kubernetes.node_selector", rules.LABEL_KEY, rules.LABEL_VALUE),
-        tolerations=tuple(_toleration(r, p, item) for p, item in r.sequence(
-            f.get("tolerations"), "kubernetes.tolerations", "tolerations (mappings)")),
+        tolerations=each(r, f.get("tolerations"), "kubernetes.tolerations", "tolerations (mappings)",
+                         lambda p, item: _toleration(r, p, item)),
         anti_affinity=choice(r, f, "anti_affinity", ANTI_AFFINITIES, "required"),
         grace_period=integer(r, f, "grace_period", 120, 0, 86400, unit="seconds"),
         openshift=boolean(r, f, "openshift", False),
@@ -61,16 +61,16 @@ def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
         pod_labels=_metadata(r, f, "pod_labels", rules.LABEL_VALUE, OWN_LABELS),
         pod_annotations=_metadata(r, f, "pod_annotations", None, OWN_ANNOTATIONS),
         node_names=rule_list(r, f.get("node_names"), "kubernetes.node_names", rules.DNS_SUBDOMAIN, unique=True),
-        node_affinity=tuple(_affinity(r, p, item) for p, item in r.sequence(
-            f.get("node_affinity"), "kubernetes.node_affinity", "match expressions (key, operator, values)")),
-        topology_spread=tuple(_spread(r, p, item) for p, item in r.sequence(
-            f.get("topology_spread"), "kubernetes.topology_spread", "mappings with topology_key")),
+        node_affinity=each(r, f.get("node_affinity"), "kubernetes.node_affinity",
+                           "match expressions (key, operator, values)", lambda p, item: _affinity(r, p, item)),
+        topology_spread=each(r, f.get("topology_spread"), "kubernetes.topology_spread", "mappings with topology_key",
+                             lambda p, item: _spread(r, p, item)),
         scheduler_name=optional(r, f, "scheduler_name", rules.DNS_SUBDOMAIN),
         queue=optional(r, f, "queue", rules.DNS_SUBDOMAIN),
-        build=_build(r, f.get("build")),
+        build=r.field(lambda: _build(r, f.get("build")), None),
         network_policy=boolean(r, f, "network_policy", True),
-        ingress_from=tuple(_peer(r, p, item) for p, item in r.sequence(
-            f.get("ingress_from"), "kubernetes.ingress_from", "mappings with pod_labels and/or namespace_labels")),
+        ingress_from=each(r, f.get("ingress_from"), "kubernetes.ingress_from",
+                          "mappings with pod_labels and/or namespace_labels", lambda p, item: _peer(r, p, item)),
     )
 
 
@@ -97,7 +97,8 @@ def _toleration(r: Reader, path: str, item: Node) -> Toleration:
         raise r.fail(item, f.path_of("key"), "may be left out only with operator Exists", "a taint key, or operator: Exists")
     effect = None if f.get("effect") is None else choice(r, f, "effect", TOLERATION_EFFECTS, "")
     seconds_node = f.get("tolerationSeconds")
-    seconds = None if seconds_node is None else r.integer(seconds_node, f.path_of("tolerationSeconds"), 0)
+    seconds = None if seconds_node is None else \
+        r.field(lambda: r.integer(seconds_node, f.path_of("tolerationSeconds"), 0), None)
     if seconds is not None and effect != "NoExecute":
         raise r.fail(
             seconds_node, f.path_of("tolerationSeconds"), "applies only to effect NoExecute", "effect: NoExecute with it"
@@ -107,7 +108,8 @@ def _toleration(r: Reader, path: str, item: Node) -> Toleration:
 
 def _affinity(r: Reader, path: str, item: Node) -> AffinityTerm:
     f = r.fields(item, path, ("key", "operator", "values"))
-    key = rule_string(r, f.require("key", rules.LABEL_KEY.accepted), f.path_of("key"), rules.LABEL_KEY)
+    key = r.field(lambda: rule_string(r, f.require("key", rules.LABEL_KEY.accepted), f.path_of("key"),
+                                      rules.LABEL_KEY), "")
     operator = choice(r, f, "operator", AFFINITY_OPERATORS, "In")
     values = rule_list(r, f.get("values"), f.path_of("values"), rules.LABEL_VALUE)
     wanted = {"In": "one or more values", "NotIn": "one or more values", "Exists": "no values",
@@ -158,6 +160,6 @@ def _peer(r: Reader, path: str, item: Node) -> IngressPeer:
     if not pods and not namespaces:
         raise r.fail(item, path, "names no pods", "pod_labels and/or namespace_labels (an empty peer would admit "
                      "every pod of the namespace: set kubernetes.network_policy: false for that)")
-    ports = tuple(r.integer(node, p, 1, 65535) for p, node in r.sequence(f.get("ports"), f.path_of("ports"),
-                                                                          "port numbers (1-65535)"))
+    ports = each(r, f.get("ports"), f.path_of("ports"), "port numbers (1-65535)",
+                 lambda p, node: r.integer(node, p, 1, 65535))
     return IngressPeer(pod_labels=pods, namespace_labels=namespaces, ports=ports)

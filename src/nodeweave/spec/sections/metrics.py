@@ -14,29 +14,33 @@ STEP_PATTERN = "a regular expression with a group for the step number, e.g. 'glo
 
 def metrics(r: Reader, top: Fields) -> Metrics:
     f = r.fields(top.get("metrics"), "metrics", KEYS)
-    pattern = None
     node = f.get("step_pattern")
-    if node is not None:
-        from nodeweave.entrypoint.planning.contract import read_step_pattern
-
-        pattern = r.string(node, "metrics.step_pattern", STEP_PATTERN)
-        if pattern.strip() and pattern != pattern.strip():  # node 0 refuses it so (contract.padded_refusal: left9)
-            from nodeweave.entrypoint.quoting import as_typed
-
-            raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} has white space at an end, which node 0 "
-                         "refuses in NODEWEAVE_STEP_PATTERN (never trimmed); write a space the pattern needs there "
-                         "as [ ] or \\s", STEP_PATTERN)
-        try:
-            read_step_pattern(pattern, "metrics.step_pattern", "the spec")
-        except EntrypointUsageError as err:
-            problem = str(err).split(" (from the spec) ", 1)[-1].split("; accepted", 1)[0]
-            from nodeweave.entrypoint.quoting import as_typed
-
-            raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} {problem}", STEP_PATTERN) from None
+    pattern = None if node is None else r.field(lambda: _step_pattern(r, node), None)  # each field on its own
     enabled = boolean(r, f, "enabled", True)
     host_port = integer(r, f, "host_port", None, 1, 65535)
+    port = integer(r, f, "port", METRICS_PORT, 1, 65535)
     if host_port is not None and not enabled:  # nothing is published with metrics off (walk12c C12)
         raise r.fail(f.get("host_port"), "metrics.host_port", f"{host_port} does nothing with metrics.enabled false "
                      "(node 0 serves no /metrics, so nothing is published)", "metrics.enabled true, or no host_port")
-    return Metrics(enabled=enabled, port=integer(r, f, "port", METRICS_PORT, 1, 65535),
+    return Metrics(enabled=enabled, port=port,
                    step_pattern=pattern, host_port=host_port)
+
+
+def _step_pattern(r: Reader, node) -> str:
+    from nodeweave.entrypoint.planning.contract import read_step_pattern
+
+    pattern = r.string(node, "metrics.step_pattern", STEP_PATTERN)
+    if pattern.strip() and pattern != pattern.strip():  # node 0 refuses it so (contract.padded_refusal: left9)
+        from nodeweave.entrypoint.quoting import as_typed
+
+        raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} has white space at an end, which node 0 "
+                     "refuses in NODEWEAVE_STEP_PATTERN (never trimmed); write a space the pattern needs there "
+                     "as [ ] or \\s", STEP_PATTERN)
+    try:
+        read_step_pattern(pattern, "metrics.step_pattern", "the spec")
+    except EntrypointUsageError as err:
+        problem = str(err).split(" (from the spec) ", 1)[-1].split("; accepted", 1)[0]
+        from nodeweave.entrypoint.quoting import as_typed
+
+        raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} {problem}", STEP_PATTERN) from None
+    return pattern

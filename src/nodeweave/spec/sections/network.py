@@ -25,16 +25,17 @@ ATTACHMENT_KEYS = ("name", "namespace", "interface", "resource")
 def network(r: Reader, top: Fields) -> Network:
     f = r.fields(top.get("network"), "network", KEYS)
     resources: Dict[str, int] = dict(count_map(r, f.get("rdma_resources"), "network.rdma_resources", rules.RESOURCE_NAME))
-    attachments = _attachments(r, f.get("attachments"), resources)
+    attachments = r.field(lambda: _attachments(r, f.get("attachments"), resources), ())
     rdma_node = f.get("rdma")
-    rdma = bool(resources or attachments) if rdma_node is None else r.boolean(rdma_node, "network.rdma")
-    if not rdma and (resources or attachments):
+    rdma = bool(resources or attachments) if rdma_node is None else \
+        r.field(lambda: r.boolean(rdma_node, "network.rdma"), None)
+    if rdma is False and (resources or attachments):
         raise r.fail(rdma_node, "network.rdma", "false contradicts network.rdma_resources/attachments, which "
                      "give the pods RDMA devices", "true, or leave rdma out (true whenever RDMA resources are listed)")
     return Network(
         interfaces=rule_list(r, f.get("interfaces"), "network.interfaces", rules.INTERFACE, unique=True),
         exclude_hcas=rule_list(r, f.get("exclude_hcas"), "network.exclude_hcas", rules.HCA, unique=True),
-        rdma=rdma,
+        rdma=bool(rdma),
         rdma_resources=MappingProxyType(dict(sorted(resources.items()))),
         attachments=attachments,
     )
@@ -46,21 +47,24 @@ def _attachments(r: Reader, node: Optional[Node], resources: Dict[str, int]) -> 
     listed = set(resources)
     for path, item in r.sequence(node, "network.attachments", "NetworkAttachmentDefinition names or mappings"):
         if isinstance(item, MappingNode):
-            text, resource = _attachment_mapping(r, path, item)
+            text, resource = r.field(lambda: _attachment_mapping(r, path, item), (None, None))  # each on its own
             if resource is not None:
                 if resource in listed:
-                    raise r.fail(item, f"{path}.resource", f"{resource} is also in network.rdma_resources",
-                                 "a resource in one place: per attachment, or counted in rdma_resources")
+                    r.keep(r.fail(item, f"{path}.resource", f"{resource} is also in network.rdma_resources",
+                                  "a resource in one place: per attachment, or counted in rdma_resources"))
+                    continue
                 resources[resource] = resources.get(resource, 0) + 1
         else:
-            text = rule_string(r, item, path, rules.ATTACHMENT)
-        out.append(text)
+            text = r.field(lambda: rule_string(r, item, path, rules.ATTACHMENT), None)
+        if text is not None:
+            out.append(text)
     return tuple(out)
 
 
 def _attachment_mapping(r: Reader, path: str, item: Node) -> Tuple[str, Optional[str]]:
     f = r.fields(item, path, ATTACHMENT_KEYS)
-    name = rule_string(r, f.require("name", rules.DNS_SUBDOMAIN.accepted), f.path_of("name"), rules.DNS_SUBDOMAIN)
+    name = r.field(lambda: rule_string(r, f.require("name", rules.DNS_SUBDOMAIN.accepted), f.path_of("name"),
+                                       rules.DNS_SUBDOMAIN), "")
     namespace = optional(r, f, "namespace", rules.DNS_LABEL)
     interface = optional(r, f, "interface", rules.INTERFACE)
     resource = optional(r, f, "resource", rules.RESOURCE_NAME)

@@ -28,12 +28,7 @@ def recovery(r: Reader, top: Fields, nodes: "NodeRange | None") -> "tuple[Recove
     f = r.fields(top.get("recovery"), "recovery", KEYS)
     enabled = boolean(r, f, "enabled", False)
     folder_node = f.get("checkpoint_dir")
-    folder = None
-    if folder_node is not None:
-        folder = r.string(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
-        if not rules.single_line(folder):
-            raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
-        check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder, CHECKPOINT_DIR_ACCEPTED)
+    folder = None if folder_node is None else r.field(lambda: _checkpoint_dir(r, folder_node), None)
     spares = integer(r, f, "spares", 0, *RANGES["spares"])
     if enabled and nodes is not None:
         nodes = _training(r, top, f, nodes, spares)
@@ -51,6 +46,15 @@ def recovery(r: Reader, top: Fields, nodes: "NodeRange | None") -> "tuple[Recove
                      "fewest nodes recovery goes on with)", "recovery.enabled: true, or leave recovery.min_nodes out "
                      "(an elastic job without recovery writes nodes: MIN:MAX)")
     return made, nodes
+
+
+def _checkpoint_dir(r: Reader, node) -> str:
+    r.refuse_number(node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
+    folder = r.string(node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
+    if not rules.single_line(folder):
+        raise r.bad_value(node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
+    check_inside_workspace(r, node, "recovery.checkpoint_dir", folder, CHECKPOINT_DIR_ACCEPTED)
+    return folder
 
 
 def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int) -> NodeRange:

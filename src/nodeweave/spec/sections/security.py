@@ -12,8 +12,11 @@ from nodeweave.spec.model import SECCOMP_PROFILES, SLURM_RUNTIMES, Security, Slu
 from nodeweave.spec.nodes import Fields, Reader
 
 
+KEYS = ("cap_add", "seccomp", "read_only_root", "ipc_lock")
+
+
 def security(r: Reader, top: Fields) -> Security:
-    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp", "read_only_root", "ipc_lock"))
+    f = r.fields(top.get("security"), "security", KEYS)
     return Security(
         cap_add=rule_list(r, f.get("cap_add"), "security.cap_add", rules.CAPABILITY, unique=True),
         seccomp=choice(r, f, "seccomp", SECCOMP_PROFILES, "runtime-default"),
@@ -29,15 +32,11 @@ def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
     if node is None:
         return None
     f = r.fields(node, "slurm", SLURM_KEYS)
+    before = r.kept
     runtime = choice(r, f, "runtime", SLURM_RUNTIMES, "pyxis")
-    sif_node = f.get("sif")
-    sif = None
-    if sif_node is not None:
-        if runtime != "apptainer":
-            raise r.fail(sif_node, "slurm.sif", "applies to runtime apptainer only", "runtime: apptainer with sif")
-        sif = r.string(sif_node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
-        if not rules.absolute_path(sif):
-            raise r.bad_value(sif_node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+    sif_node = f.get("sif")  # read on its own; weighed against the runtime only where the runtime was read
+    sif = None if sif_node is None else r.field(lambda: _sif(r, sif_node, runtime if r.kept == before else None),
+                                                None)
     return Slurm(
         partition=optional(r, f, "partition", rules.SLURM_NAME),
         account=optional(r, f, "account", rules.SLURM_NAME),
@@ -49,6 +48,16 @@ def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
         sif=sif,
         nodelist=rule_list(r, f.get("nodelist"), "slurm.nodelist", rules.SLURM_NODES, unique=True),
     )
+
+
+def _sif(r: Reader, node: Node, runtime: Optional[str]) -> str:
+    if runtime not in ("apptainer", None):
+        raise r.fail(node, "slurm.sif", "applies to runtime apptainer only", "runtime: apptainer with sif")
+    r.refuse_number(node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+    sif = r.string(node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+    if not rules.absolute_path(sif):
+        raise r.bad_value(node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+    return sif
 
 
 MOST_SLURM_NAMES = 65536  # more names than any job: a range past it is not expanded (gpu[0-999999999])

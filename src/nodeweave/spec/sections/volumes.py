@@ -27,8 +27,9 @@ SOURCES = "host_path, claim, config_map, secret or cache"
 RESERVED_NAMES = ("workspace", "cache", "dshm", "hugepages")
 
 
-def volumes(r: Reader, node: Optional[Node], mounts: MountPoints, base_dir=None) -> Tuple[Volume, ...]:
-    """The list; ``mounts`` holds the mount points already taken (workspace, cache, /dev/shm) and their rule;
+def volumes(r: Reader, node: Optional[Node], mounts: Optional[MountPoints], base_dir=None) -> Tuple[Volume, ...]:
+    """The list; ``mounts`` holds the mount points already taken (workspace, cache, /dev/shm) and their rule (None:
+    a part they come from was refused, so each volume's own fields are read and no mount point is weighed);
     ``base_dir``: the spec's folder, a relative host_path's."""
     out: List[Volume] = []
     names: Dict[str, str] = {}
@@ -41,7 +42,8 @@ def volumes(r: Reader, node: Optional[Node], mounts: MountPoints, base_dir=None)
             r.keep(r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
                           "a name not used by another volume nor " + ", ".join(RESERVED_NAMES)))
             continue
-        r.field(lambda: mounts.claim(item, f"{path}.path", volume.path), None)
+        if mounts is not None:
+            r.field(lambda: mounts.claim(item, f"{path}.path", volume.path), None)
         names[volume.name] = path
         out.append(volume)
     return tuple(out)
@@ -49,12 +51,16 @@ def volumes(r: Reader, node: Optional[Node], mounts: MountPoints, base_dir=None)
 
 def _volume(r: Reader, path: str, item: Node, base_dir=None) -> Volume:
     f = r.fields(item, path, KEYS)
-    name = rule_string(r, f.require("name", rules.DNS_LABEL.accepted), f.path_of("name"), rules.DNS_LABEL)
-    mount = container_path(r, f.require("path", "the container path it is mounted at"), f.path_of("path"))
+    # each field on its own: one entry's every mistake in one run (walk15 A23)
+    name = r.field(lambda: rule_string(r, f.require("name", rules.DNS_LABEL.accepted), f.path_of("name"),
+                                       rules.DNS_LABEL), "")
+    mount = r.field(lambda: container_path(r, f.require("path", "the container path it is mounted at"),
+                                           f.path_of("path")), "")
     sources = [key for key in KUBERNETES_SOURCES if f.get(key) is not None]
     if len(sources) > 1:
-        raise r.fail(f.get(sources[1]), f.path_of(sources[1]), f"a volume has one Kubernetes source, and "
-                     f"{sources[0]} is already given", f"one of {', '.join(KUBERNETES_SOURCES)}, plus host_path if wanted")
+        r.keep(r.fail(f.get(sources[1]), f.path_of(sources[1]), f"a volume has one Kubernetes source, and "
+                      f"{sources[0]} is already given", f"one of {', '.join(KUBERNETES_SOURCES)}, plus host_path if "
+                      "wanted"))
     host = host_path(r, f, "host_path", None, base_dir)
     if not sources and host is None:
         raise r.fail(item, path, "has no source", f"one of {SOURCES}")

@@ -9,6 +9,7 @@ written. PAX extended headers are bounded (``PAX_MAX``): a stream is never
 trusted to say how much memory to use.
 """
 
+import errno
 import hashlib
 import os
 
@@ -139,6 +140,14 @@ def _place(root, member, stream, counter, made):
     return digest
 
 
+def cannot_write(err):
+    """Why a file could not be written, as a person fixes it: who the sync runs as, where permission is denied
+    (walk15a A21: "[Errno 13] Permission denied: '.nwsync-7-3.tmp'" named a temporary file and no user)."""
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied for uid %d" % os.getuid()
+    return err.strerror or str(err)
+
+
 def receive(root, stream, written):
     """Step 3a: unpack the payload; ``written`` gains {rel: (stat key, digest)} of each file placed."""
     files, size, errors, made = 0, 0, [], set()
@@ -149,7 +158,7 @@ def receive(root, stream, written):
         try:
             digest = _place(root, member, stream, counter, made)
         except OSError as err:
-            errors.append("%s: %s" % (member.name, err))
+            errors.append("cannot write %s: %s" % (os.path.join(root, member.name), cannot_write(err)))
             continue
         if digest is not None:
             written[member.name] = (stat_key(os.lstat(os.path.join(root, member.name))), digest)

@@ -144,7 +144,7 @@ def _finish(req: SyncRequest, src: Source, job: Job, on_progress: OnProgress) ->
             if answer.get("cut") and job.upstream is not None:  # a retry, fed by the source, can fix it
                 raise TransferError(f"the payload relayed from {job.upstream.target.label} was cut: "
                                     + "; ".join(answer["errors"][:2]), transient=True)
-            res.status, res.error = "failed", "; ".join(answer["errors"][:3])
+            res.status, res.error = "failed", _failed_there(answer)
             return
         mismatched, stamp = answer["mismatched"], answer["stamp"]
     else:
@@ -158,6 +158,16 @@ def _finish(req: SyncRequest, src: Source, job: Job, on_progress: OnProgress) ->
         res.status = "ok"
         return
     res.judge(TargetCheck.of(src.signatures, mismatched, stamp, req.git, source_digest=src.digest))
+
+
+def _failed_there(answer: dict) -> str:
+    """What went wrong on a target that was reached (a file it could not write, a delete refused), and what it
+    did write: the other files are there, unstamped (walk15a A21: said as ssh never reaching it)."""
+    errors = answer["errors"]
+    said = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+    if answer.get("files"):
+        said += f"; the other {answer['files']:,} file(s) were written there, and DEST is not stamped"
+    return said
 
 
 def _sent(job: Job) -> bool:

@@ -146,10 +146,21 @@ def render_node(r: Resolved) -> str:
     return dump(document, (PREAMBLE_HOSTS if r.spec.hosts else PREAMBLE) + note)
 
 
-def render_hosts(r: Resolved) -> str:
-    """``compose/hosts``: the spec's hosts, node 0 first, as the entrypoint's ``--hostfile`` reads them."""
+# Who reads the hosts list, as its header says: the compose file that mounts it, or (bare hosts, ``up --engine
+# none``) the entrypoint installed on each host, through NODEWEAVE_HOSTFILE (walk15b B18: the bare hosts' copy said
+# compose/node.yaml mounts it, where no compose file is).
+HOSTS_READERS = {
+    "compose": "compose/node.yaml mounts this file in each host's container, where NODEWEAVE_HOSTFILE names it",
+    "bare": "`nodeweave up --engine none` wrote this file on each host; NODEWEAVE_HOSTFILE names it for the\n"
+            "# nodeweave-entrypoint installed there (no compose file, no container)",
+}
+
+
+def render_hosts(r: Resolved, reader: str = "compose") -> str:
+    """``compose/hosts`` (or, ``reader`` "bare", the copy bare hosts get): the spec's hosts, node 0 first, as the
+    entrypoint's ``--hostfile`` reads them."""
     header = ("# Rendered by nodeweave from the cluster spec (hosts): node 0, the master, first.\n"
-              "# compose/node.yaml mounts this file (bare hosts, --engine none: NODEWEAVE_HOSTFILE names it);\n"
+              f"# {HOSTS_READERS[reader]};\n"
               "# each host finds its rank by its own name or address.\n")
     return header + "".join(f"{host}\n" for host in r.spec.hosts)
 

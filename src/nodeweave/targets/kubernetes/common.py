@@ -103,6 +103,13 @@ def downward_env(index_field: str) -> List[Dict[str, Any]]:
     ]
 
 
+def reads_replicas(r: Resolved) -> bool:
+    """Whether the StatefulSet's entrypoint asks the API for its ``.spec.replicas`` (the Role grants that get):
+    only a fixed-size one without spares. An elastic one is told its range and one with recovery's spares its
+    training count (``NODEWEAVE_NNODES``), so what a manifest says of the API read holds only here (walk15b B8)."""
+    return not (r.spec.nodes.elastic or r.spec.recovery.spare_nodes)
+
+
 def contract_env(r: Resolved, omit: Collection[str] = (), only=None, batch: bool = False) -> List[Dict[str, str]]:
     """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.planning.contract).
 

@@ -20,6 +20,7 @@ from typing import Any, Dict, List
 
 from nodeweave.resolve import Resolved
 from nodeweave.spec import Spec
+from nodeweave.targets.kubernetes import common
 
 TMP_VOLUME = "tmp"
 HOME_VOLUME = "home"
@@ -35,7 +36,10 @@ SKIPS = (
     ("CKV_K8S_40", "UID 1000 is the image's own user (files owned 1000:0, group-writable); OpenShift assigns a "
                    "high UID from the namespace's range itself", lambda r, w: True),
     ("CKV_K8S_38", "the entrypoint reads .spec.replicas of its StatefulSet from the API (a Role granting get), "
-                   "so oc scale needs no edit", lambda r, w: w == "statefulset"),
+                   "so oc scale needs no edit", lambda r, w: w == "statefulset" and common.reads_replicas(r)),
+    ("CKV_K8S_38", "node 0 asks the API why a node's pod did not check in (a Role granting get on pods: Pending, "
+                   "Unschedulable, an image pull); NODEWEAVE_NNODES is set, so .spec.replicas is not read",
+     lambda r, w: w == "statefulset" and not common.reads_replicas(r)),
     ("CKV_K8S_43", "image by tag: set image.digest (the pushed image's sha256) to render it by digest",
      lambda r, w: not r.spec.image.digest),
     ("CKV_K8S_11", "no CPU limit in the spec (resources.limits.cpu): a limit would throttle data loading",

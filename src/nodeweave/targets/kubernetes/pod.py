@@ -137,8 +137,7 @@ def env(r: Resolved, workload: str) -> List[Dict[str, Any]]:
         # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
         # so `oc scale` needs no edit. An elastic one passes its range to c10d instead, and one with
         # recovery's spares the training count (the replicas count the spares too).
-        told = r.spec.nodes.elastic or r.spec.recovery.spare_nodes
-        nnodes = common.contract_env(r, only=("nnodes",)) if told else []
+        nnodes = [] if common.reads_replicas(r) else common.contract_env(r, only=("nnodes",))
     return (common.downward_env(index) + nnodes + common.contract_env(r, omit=("nnodes",), batch=workload in BATCH)
             + common.user_env(r))
 

@@ -132,15 +132,15 @@ def service_account(r: Resolved) -> Dict[str, Any]:
 
 
 def role(r: Resolved) -> Dict[str, Any]:
-    """Just enough for the entrypoint to read the replica count and its peers' pods."""
+    """Just enough for the entrypoint to read its peers' pods, and the replica count where it reads it (a StatefulSet
+    told NODEWEAVE_NNODES never does: no grant it does not use, walk15b B8)."""
+    replicas = [{"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": [r.spec.name],
+                 "verbs": ["get"]}] if common.reads_replicas(r) else []
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": common.metadata(r, r.spec.name, "rbac"),
-        "rules": [
-            {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": [r.spec.name], "verbs": ["get"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-        ],
+        "rules": [*replicas, {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
     }
 
 

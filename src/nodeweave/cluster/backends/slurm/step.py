@@ -146,10 +146,7 @@ class StepRunner(Runner):
             else:
                 continue
             if run.code != 0 and self.first_failure is None and self.stop_began is None:
-                self.first_failure = run
-                self._say(f"{run.node.name} ({run.node.remote.label}) ended with exit {run.code}: stopping the other "
-                          f"nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s; scancel of the step after that)")
-                self._stop_all()
+                self._first_end(run, "; scancel of the step after that")
 
     def _enforce(self) -> None:
         late_before = self.stop_began is not None and time.monotonic() - self.stop_began > self.request.grace + 20
