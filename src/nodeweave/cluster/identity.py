@@ -253,12 +253,8 @@ def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
             if name in by_name:
                 found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
         return found
-    if out.returncode != 0:  # no API at all: said once, exit 3, as the verb would say it after its own try
-        from nodeweave.failures import api_cut_off
-
-        cut_off = api_cut_off([(t.label, out.stderr) for t in members], "nothing done on")
-        if cut_off is not None:
-            raise cut_off
+    if out.returncode != 0:  # no API (or no such namespace): no mark to judge; the verb's own try says why, and a
+        return found          # dry run still prints its plan with what the real one would meet
     try:
         answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
     except ValueError:

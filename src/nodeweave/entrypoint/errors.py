@@ -48,6 +48,7 @@ def fault_comes_to(what, code, recovery, whose=""):
             f"generation starts{whose} (or, with no spare or minimum left to allow it, the job ends, exit "
             f"{EXIT_GAVE_UP})")
 
+
 EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
     EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written, or "

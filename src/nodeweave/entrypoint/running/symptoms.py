@@ -100,6 +100,8 @@ def script_error(text):
         line = _scripts_own(lines[i].strip())
         if line is None:
             continue
+        if USAGE_LINE.match(lines[i].strip()):  # its refusal of its arguments: a clean exit, read as one (its code)
+            return clean_exit(text)
         return {"line": line[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
     return clean_exit(text)
 
