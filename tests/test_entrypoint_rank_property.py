@@ -29,9 +29,12 @@ K8S = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "POD_NAMESPACE": "ml"}
 
 @pytest.fixture(scope="module")
 def roots(tmp_path_factory):
-    """Per node i: a pod named job-i (cpu-only), a compose container llama-i, and the bare CPU host."""
+    """Per node i: a pod named job-i (cpu-only), a compose container llama-i, the bare CPU host, and a host with two
+    GPUs (a platform that states its GPU count runs on GPUs: on a node that sees none that count is refused, walk15b
+    B17)."""
     base = tmp_path_factory.mktemp("nodes")
-    out = {"pod": [], "compose": [], "host": [str(FIX / "cpu-only")] * MAX_NODES}
+    out = {"pod": [], "compose": [], "host": [str(FIX / "cpu-only")] * MAX_NODES,
+           "gpu_host": [str(FIX / "desktop-2x3090")] * MAX_NODES}
     for i in range(MAX_NODES):
         for kind, fixture, name in (("pod", "cpu-only", f"job-{i}"), ("compose", "compose-sim", f"llama-{i}")):
             root = base / f"{kind}-{i}"
@@ -90,12 +93,12 @@ def _google_batch(i, n, nproc, roots):
 
 
 PLATFORMS = {
-    "dstack": lambda i, n, nproc, roots: (roots["host"][i], {
+    "dstack": lambda i, n, nproc, roots: (roots["gpu_host"][i], {
         "DSTACK_NODE_RANK": str(i), "DSTACK_NODES_NUM": str(n), "DSTACK_GPUS_PER_NODE": str(nproc),
         "DSTACK_MASTER_NODE_IP": "10.1.0.1", "DSTACK_NODES_IPS": "\n".join(f"10.1.0.{k + 1}" for k in range(n))}),
     "aws-batch": _aws_batch,
     "google-batch": _google_batch,
-    "sagemaker": lambda i, n, nproc, roots: (roots["host"][i], {
+    "sagemaker": lambda i, n, nproc, roots: (roots["gpu_host"][i], {
         "SM_CURRENT_HOST": f"algo-{i + 1}", "SM_HOSTS": json.dumps([f"algo-{k + 1}" for k in range(n)]),
         "SM_NUM_GPUS": str(nproc)}),
     "azure-ml": lambda i, n, nproc, roots: (roots["host"][i], {

@@ -165,7 +165,7 @@ def _recorded_owner(mine: JobMark) -> Optional[str]:
     return made.get("owner") if isinstance(made, dict) else None
 
 
-def refuse_foreign_reached(targets, spec_path: Optional[Path]) -> None:
+def refuse_foreign_reached(targets, spec_path: Optional[Path], dry_run: bool = False) -> None:
     """The one check of a node named directly (``--node KIND:NAME``, ``--compose-project``, ``--statefulset``,
     ``--selector``: sync and ``doctor --cluster``) that every verb reaching the job's own nodes makes through its
     target (walk15 A20: ``sync --node podman:train-0`` in bob's folder replaced alice's train.py, where exec, logs,
@@ -173,8 +173,10 @@ def refuse_foreign_reached(targets, spec_path: Optional[Path]) -> None:
     on this machine its /workspace is the other folder itself. Refused, exit 3, as :func:`foreign_owner` says it;
     with no spec here, any folder's mark is another folder's. An object with no mark (a container of your own) is
     reached as before, and so is an ssh host (a bare host's mark lies in a remote folder no address names); a
-    container on a host (``ssh+docker:HOST/NAME``) is judged by its labels, asked of that host's engine over ssh."""
-    found = reached_marks(targets)
+    container on a host (``ssh+docker:HOST/NAME``) is judged by its labels, asked of that host's engine over ssh.
+    An API that does not answer is said here once, exit 3 (the verb would ask it again), but for a ``dry_run``,
+    which prints its plan with what the real run would meet."""
+    found = reached_marks(targets, dry_run)
     if not any(found.values()):
         return
     mine = _mark_here(spec_path)
@@ -203,7 +205,7 @@ def _mark_here(spec_path: Optional[Path]) -> Optional[JobMark]:
         return None
 
 
-def reached_marks(targets) -> "dict[str, Optional[FoundMark]]":
+def reached_marks(targets, dry_run: bool = False) -> "dict[str, Optional[FoundMark]]":
     """{address: its mark} for each container (of this machine's engine, or of a host's over ssh) and each pod among
     ``targets``, one inspect per engine and one get per namespace; what does not answer or is another kind is left
     out."""
@@ -220,12 +222,12 @@ def reached_marks(targets) -> "dict[str, Optional[FoundMark]]":
     found: "dict[str, Optional[FoundMark]]" = {}
     if groups:  # every engine and namespace asked at once: one ssh round per host, not one after another
         with ThreadPoolExecutor(max_workers=min(16, len(groups))) as pool:
-            for marks in pool.map(lambda group: _marks_of(*group), groups.items()):
+            for marks in pool.map(lambda group: _marks_of(*group, dry_run), groups.items()):
                 found.update(marks)
     return found
 
 
-def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
+def _marks_of(key: tuple, members: list, dry_run: bool = False) -> "dict[str, Optional[FoundMark]]":
     """:func:`reached_marks` for one engine (this machine's, or a host's) or one namespace's pods."""
     import json
     import subprocess
@@ -253,8 +255,12 @@ def _marks_of(key: tuple, members: list) -> "dict[str, Optional[FoundMark]]":
             if name in by_name:
                 found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
         return found
-    if out.returncode != 0:  # no API (or no such namespace): no mark to judge; the verb's own try says why, and a
-        return found          # dry run still prints its plan with what the real one would meet
+    if out.returncode != 0 and not dry_run:  # no API at all: said once, exit 3, as the verb would after its own try
+        from nodeweave.failures import api_cut_off
+
+        cut_off = api_cut_off([(t.label, out.stderr) for t in members], "nothing done on")
+        if cut_off is not None:
+            raise cut_off
     try:
         answer = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
     except ValueError:

@@ -390,7 +390,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
         found, notes = _named_targets(targets, spec, options.dry_run)
         from nodeweave.cluster.identity import refuse_foreign_reached
 
-        refuse_foreign_reached(found, spec_path)  # a node named directly is judged as the job's own (walk15 A20)
+        refuse_foreign_reached(found, spec_path, options.dry_run)  # a node named directly: the job's own? (walk15 A20)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):
