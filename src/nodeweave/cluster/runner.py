@@ -73,6 +73,11 @@ class NodeRun:
     tail: Deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     stop_report: Optional[dict] = None
     killed_here: bool = False
+    stream_done: bool = False          # its output read to the end
+    exited_at: Optional[float] = None  # when its exit was first seen (its last lines may still be in the pipe)
+
+
+OUTPUT_WAIT_S = 2.0  # how long an ended node's last lines are waited for before its exit is judged without them
 
 
 def spawn_client(argv: Sequence[str], env=None) -> "subprocess.Popen[bytes]":
@@ -205,6 +210,7 @@ class Runner:
                 break
             if line is None:
                 ended += 1
+                run.stream_done = True
                 continue
             run.tail.append(line)
             if not self.quiet:
@@ -226,10 +232,18 @@ class Runner:
         return self.prefixes[node.index]
 
     def _reap(self) -> None:
+        """Each node whose client ended, once its output is read to the end (or a moment after its exit, should
+        something it started hold the pipe open): its last lines say why it ended, and how it is judged reads them
+        (walk15a A11 on a loaded machine: node-0's exit 5 was judged before its "(exit 5: another node failed)"
+        line arrived, and it was named as failing first)."""
+        now = time.monotonic()
         for run in self.runs:
             if run.code is None and run.proc.poll() is not None:
+                run.exited_at = run.exited_at or now
+                if not run.stream_done and now - run.exited_at < OUTPUT_WAIT_S:
+                    continue
                 code = run.proc.returncode  # a client killed by signal N: 128+N, as exec and ssh report it
-                run.code, run.ended = (128 - code if code < 0 else code), time.monotonic() - self.t0
+                run.code, run.ended = (128 - code if code < 0 else code), run.exited_at - self.t0
                 if run.code != 0 and self.request.recovery and run.node.index != 0:
                     self._say(f"{run.node.name} ended with {exit_text(run.code)}; recovery is on: node 0 decides "
                               "what follows")

@@ -194,7 +194,7 @@ def judged(evidence, book, now):
     if culprit.cause is Cause.CRASH:
         errors = {}
         for e in heard:
-            if e.error and e.node is not None:
+            if said(e.error) and e.node is not None:
                 errors.setdefault(e.node, e.error)
         shared = shared_error(errors, book.members)
         if shared:  # the same exception on every node that raised one: the job's own, no node's
@@ -205,7 +205,7 @@ def judged(evidence, book, now):
                          why=f"{did} {error['line']} on node(s) {ranges(map(str, nodes))}",
                          error=dict(error, nodes=nodes))
     node = culprit.node if culprit.node is not None else book.node_at(culprit.rank)
-    raised = culprit.error.get("line") if culprit.cause is Cause.CRASH and culprit.error else None
+    raised = culprit.error.get("line") if culprit.cause is Cause.CRASH and said(culprit.error) else None
     again = repeated(book, node, raised)
     if again is not None:  # the last generation's culprit, another node, raised the same: the job's own
         nodes = [node, again]
@@ -216,6 +216,14 @@ def judged(evidence, book, now):
     why = f"node {node}: {what} ({culprit.how})" if node is not None else f"{culprit.label}: {what} ({culprit.how})"
     gap = round(culprit.gap, 3) if culprit.cause is Cause.STRAGGLER and culprit.gap is not None else None
     return Fault(generation=book.generation, node=node, cause=culprit.cause, why=why, at=at, gap=gap, raised=raised)
+
+
+def said(error):
+    """True for an error that says what it is (an exception, a refusal, a start's failure): only such are compared
+    as the job's own. A clean exit that printed nothing ("exit 1 with no error printed") names no error: two nodes
+    ending so are two faults as far as anyone can tell (a crash workload's exit 1 counted as the job's own ended a
+    restart budget's job with exit 10)."""
+    return bool(error) and bool(error.get("lines"))
 
 
 def repeated(book, node, raised):
