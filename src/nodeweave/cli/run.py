@@ -152,7 +152,7 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
         refuse_busy(backend, nodes, "run")  # before a run folder is made (walk10 C1: each node refused it)
-    lacking = profiler_lacking(profile, spec, backend, nodes) if profile is not None else ""
+    lacking = profiler_lacking(profile, spec, backend, nodes, extra) if profile is not None else ""
     if lacking and not dry_run:
         raise UsageError(f"{lacking}; nothing was started")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
@@ -321,16 +321,21 @@ def profiler_note(profile: str, variant: str, target: str = "") -> str:
                "one that holds it" if target == "local" else f"variants for {wanted}: {fits}") + ")")
 
 
-def profiler_lacking(profile: str, spec, backend, nodes) -> str:
+def profiler_lacking(profile: str, spec, backend, nodes, env=None) -> str:
     """Why ``--profile`` is refused before any node starts: the nodes' image variant is built for another vendor
     (``profiler_note``) and node 0, asked, has no such profiler on PATH, which every node's start would refuse with
     exit 127 after the nodes started (walk15 A34); "" where the vendors agree, launcher.setup may put it on PATH (as
-    the node's own rule lets it), or node 0 does not answer (not up: the note says what the image lacks)."""
+    the node's own rule lets it), or node 0 does not answer (not up: the note says what the image lacks). Node 0 is
+    asked with the PATH the run gives its ranks (``-e PATH=...``, the spec's env), as its start looks it up."""
+    import shlex
     import subprocess
 
     if not nodes or spec.launcher.setup or not profiler_note(profile, backend.image_variant, backend.target):
         return ""
     probe = f"command -v {profile} >/dev/null 2>&1 && echo nodeweave-has || echo nodeweave-lacks"
+    path = (env or {}).get("PATH") or spec.env.get("PATH")
+    if path:
+        probe = f"PATH={shlex.quote(path)}; {probe}"
     try:
         asked = subprocess.run(nodes[0].exec_argv(["sh", "-c", probe]), capture_output=True, text=True, timeout=30,
                                stdin=subprocess.DEVNULL)
