@@ -128,8 +128,9 @@ def test_without_the_token_an_impostor_checks_in_and_its_forged_failure_stops_th
 
 
 def test_with_the_defaults_the_impostor_is_turned_away_and_the_job_runs(job):
-    token_file, secret = token.rotate(job["dir"] / token.job_file(job["name"]))  # what `nodeweave up` writes beside the spec
-    assert token_file.stat().st_mode & 0o777 == 0o600
+    # what `nodeweave up` writes beside the spec for a container to mount: as root, root:0 0440 (walk15a A15)
+    token_file, secret = token.rotate(job["dir"] / token.job_file(job["name"]), token.mounted_mode())
+    assert token_file.stat().st_mode & 0o777 == token.mounted_mode()
     node0 = start_node(job, 0, 6, token_file)
     wait_for_exchange(node0)
     steps, out = attack(job)

@@ -102,7 +102,8 @@ def test_up_run_status_logs_stop_down_on_the_statefulsets_pods(standin, tmp_path
     argv = json.loads((Path(report["folder"]) / "run.json").read_text())["nodes"][1]["argv"]
     assert argv[:7] == ["kubectl", "exec", "-n", "e2e", "-c", "trainer", "nwk-1"], argv
     assert argv[-12:-10] == ["-m", "nodeweave.check.worker"] and "healthy: nothing named" in check.stderr, argv
-    assert "no run" in nodeweave(spec_path, "stop", env=env, check=0).stdout
+    # the pods run the job as their main command (run mode): stop names that and what stops it (walk15b B16)
+    assert "runs its job as its main command" in nodeweave(spec_path, "stop", env=env, check=0).stdout
     nodeweave(spec_path, "down", env=env, check=0)
     assert subprocess.run(["podman", "pod", "exists", "nwk-0"]).returncode != 0
     space = json.loads((Path(env["STANDIN_STATE"]) / "state.json").read_text())["standin/e2e"]
