@@ -205,6 +205,26 @@ def _mark_here(spec_path: Optional[Path]) -> Optional[JobMark]:
         return None
 
 
+INSPECT_MARKS = "{{json .Name}} {{json .Config.Labels}}"  # the engine's inspect format inspected_marks reads
+
+
+def inspected_marks(text: str) -> "dict[str, Optional[FoundMark]]":
+    """{container name: its mark} from an engine's ``inspect --format`` :data:`INSPECT_MARKS` output, one line per
+    container found (docker writes its name with a leading /); a line that does not read is left out."""
+    import json
+
+    found: "dict[str, Optional[FoundMark]]" = {}
+    for line in text.splitlines():
+        try:
+            name_text, labels_text = line.split(" ", 1)
+            name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
+        except ValueError:
+            continue
+        if isinstance(name, str):
+            found[name] = mark_of(labels if isinstance(labels, dict) else {})
+    return found
+
+
 def reached_marks(targets, dry_run: bool = False) -> "dict[str, Optional[FoundMark]]":
     """{address: its mark} for each container (of this machine's engine, or of a host's over ssh) and each pod among
     ``targets``, one inspect per engine and one get per namespace; what does not answer or is another kind is left
@@ -235,8 +255,7 @@ def _marks_of(key: tuple, members: list, dry_run: bool = False) -> "dict[str, Op
     found: "dict[str, Optional[FoundMark]]" = {}
     by_name = {getattr(t, "container_name", t.name): t for t in members}
     if key[0] in ("engine", "host"):
-        inspect = [key[1], "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
-                   *by_name]
+        inspect = [key[1], "inspect", "--type", "container", "--format", INSPECT_MARKS, *by_name]
         argv = members[0].on_host(inspect) if key[0] == "host" else inspect
     else:
         argv = [*members[0].cli_argv("get", members[0].options, members[0].namespace), "pods", *by_name,
@@ -245,16 +264,8 @@ def _marks_of(key: tuple, members: list, dry_run: bool = False) -> "dict[str, Op
         out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return found
-    if key[0] in ("engine", "host"):  # one line per container found (docker writes its name with a leading /)
-        for line in out.stdout.splitlines():
-            try:
-                name_text, labels_text = line.split(" ", 1)
-                name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
-            except ValueError:
-                continue
-            if name in by_name:
-                found[by_name[name].label] = mark_of(labels if isinstance(labels, dict) else {})
-        return found
+    if key[0] in ("engine", "host"):
+        return {by_name[name].label: mark for name, mark in inspected_marks(out.stdout).items() if name in by_name}
     if out.returncode != 0 and not dry_run:  # no API at all: said once, exit 3, as the verb would after its own try
         from nodeweave.failures import api_cut_off
 

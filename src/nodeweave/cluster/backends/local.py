@@ -180,27 +180,18 @@ class LocalCluster(Backend):
 
     def marks(self):
         """Each node container's mark (its labels), in one inspect; missing containers are left out."""
-        from nodeweave.cluster.identity import mark_of
+        from nodeweave.cluster.identity import INSPECT_MARKS, inspected_marks
 
         if self.detected is None:
             return {}
         names = [node.remote.name for node in self.nodes()]
         try:
-            out = self._inspect(names, "{{json .Name}} {{json .Config.Labels}}")
+            out = self._inspect(names, INSPECT_MARKS)
         except FileNotFoundError:
             out = None
         if out is None:
             return {}
-        found = {}
-        for line in out.stdout.splitlines():
-            try:
-                name_text, labels_text = line.split(" ", 1)
-                name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
-            except ValueError:
-                continue
-            if name in names:
-                found[name] = mark_of(labels if isinstance(labels, dict) else {})
-        return found
+        return {name: mark for name, mark in inspected_marks(out.stdout).items() if name in names}
 
     @functools.cached_property
     def up_compose(self) -> str:
