@@ -24,11 +24,13 @@ import yaml
 from e2e_harness import REPO, ComposeCluster, prepare_workdir
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+# wait_timeout 180: on CI's loaded 2-core machine a node's `podman exec` started some 40 s after node 0's, and a
+# 60-second check-in refused the job for a node that was only late (stop 54)
 SPEC = """name: {name}
 image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
 nodes: {nodes}
 gpus_per_node: 1
-launcher: {{script: train.py, args: ["--steps", "20"], wait_timeout: 60}}
+launcher: {{script: train.py, args: ["--steps", "20"], wait_timeout: 180}}
 cache: {{host_path: ./cache}}
 env: {{OMP_NUM_THREADS: "1"}}
 kubernetes: {{grace_period: 20}}

@@ -29,7 +29,7 @@ SPEC = """name: {name}
 image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
 nodes: {nodes}
 gpus_per_node: 1
-launcher: {{script: train.py, args: ["--steps", "10"], wait_timeout: 60}}
+launcher: {{script: train.py, args: ["--steps", "10"], wait_timeout: 180}}
 env: {{OMP_NUM_THREADS: "1"}}
 kubernetes: {{namespace: e2e, anti_affinity: none, grace_period: 10}}
 """
@@ -126,7 +126,7 @@ OPENSHIFT_SPEC = """name: {name}
 image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
 nodes: {nodes}
 gpus_per_node: 1
-launcher: {{type: deepspeed, mode: hold, script: train.py, args: ["--steps", "10"], wait_timeout: 60}}
+launcher: {{type: deepspeed, mode: hold, script: train.py, args: ["--steps", "10"], wait_timeout: 180}}
 env: {{OMP_NUM_THREADS: "1"}}
 kubernetes: {{namespace: e2e, anti_affinity: none, grace_period: 10, openshift: true, claim: shared}}
 """

@@ -129,6 +129,10 @@ def sync_command(
         else:
             typer.echo(f"nodeweave: {said}", err=True)
         return
+    if req.named_directly:  # a node named directly: the job's own? asked of its engine or API (walk15 A20)
+        from nodeweave.cluster.identity import refuse_foreign_reached
+
+        refuse_foreign_reached(req.targets, spec_path, options.dry_run)
     try:
         rq.check_tools(req)
     except EnvironmentProblem as err:  # a dry run, as every verb's, notes what the real sync would end with

@@ -104,6 +104,7 @@ class SyncRequest:
     git: GitInfo = field(default_factory=GitInfo)
     notes: "tuple[str, ...]" = ()  # a dry run's: what the real sync would meet first (the cluster is not up)
     left_out: "tuple[str, ...]" = ()  # the spec's own files (launcher.script, image.requirements) the rules leave out
+    named_directly: bool = False  # targets named on the command line, not a cluster `up` made: their marks are asked
 
 
 def load_spec_if_present(path: Path):
@@ -388,9 +389,6 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
         found = recorded[0]
     else:
         found, notes = _named_targets(targets, spec, options.dry_run)
-        from nodeweave.cluster.identity import refuse_foreign_reached
-
-        refuse_foreign_reached(found, spec_path, options.dry_run)  # a node named directly: the job's own? (walk15 A20)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):
@@ -419,7 +417,8 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
                        left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset,
-                                                     checking=options.check) + asked)
+                                                     checking=options.check) + asked,
+                       named_directly=not (recorded and not targets.explicit))
 
 
 def refuse_delete_into_a_default(src: Path, spec) -> None:
