@@ -16,7 +16,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, emit_names, is_data,
                                         output_option, runs_folder_read, runs_parent, spec_job, tell)
-from nodeweave.errors import EXIT_ENVIRONMENT, NodeweaveError, UsageError
+from nodeweave.errors import EXIT_ENVIRONMENT, EXIT_FAILURE, NodeweaveError, UsageError
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -396,7 +396,8 @@ def _unreached(nodes, rows) -> "tuple[str, bool]":
 
 def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     """Execute a stop plan; print every node's report (``-o json|yaml``: as data); False when a process outlived
-    SIGKILL somewhere."""
+    SIGKILL somewhere. A node that could not stop what it runs (a job run as its main command, a node that did not
+    answer) ends the verb non-zero once every report is printed: a stop that stopped nothing there is no success."""
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.stop import report_line
 
@@ -409,6 +410,12 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
         out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)
+    failed = [(node, r) for node, r in reports if r.get("error")]
+    if failed:
+        names = ", ".join(node.node for node, _ in failed)
+        raise NodeweaveError(f"stop did not stop what runs on {len(failed)} of {len(reports)} node(s) ({names}; "
+                             f"each line above says why)", EXIT_ENVIRONMENT if all(r.get("main") for _, r in failed)
+                             else EXIT_FAILURE)
     return not any(r.get("left") for _, r in reports)
 
 

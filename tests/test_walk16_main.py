@@ -1,0 +1,43 @@
+"""Rows the seventeenth session fixed itself (the walk's fixers have files of their own)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from nodeweave.errors import NodeweaveError
+
+
+def _stop_with(monkeypatch, tmp_path, reports):
+    """``cli.cluster._stop`` on a plan whose execution answered ``reports`` (one per node), as the engine would."""
+    import nodeweave.cluster.execute as execute
+    from rich.console import Console
+
+    from nodeweave.cli import cluster
+
+    nodes = [SimpleNamespace(node=f"node-{i}", reached_as=f"pod:ml/job-{i}") for i in range(len(reports))]
+    done = SimpleNamespace(outcomes={"stop": [list(zip(nodes, reports))]})
+    monkeypatch.setattr(execute, "execute", lambda plan, how: done)
+    out = Console(file=(tmp_path / "out.txt").open("w"), width=200)
+    return cluster._stop(SimpleNamespace(phases=()), tmp_path, out, "table")
+
+
+MAIN = {"stopped": [], "left": False, "main": [{"pid": 1, "main": True}],
+        "error": "this node runs its job as its main command (run mode: ...)"}
+
+
+def test_a_stop_that_stopped_nothing_on_a_node_is_no_success(monkeypatch, tmp_path):
+    """`nodeweave stop` on nodes whose job runs as their main command named it on every node and exited 0, as a stop
+    that worked; a node that answered an error likewise. Every line printed, then exit 3 (run mode: what the machine
+    runs, as `refuse_run_mode` says it) or 1 (a node that failed to stop)."""
+    with pytest.raises(NodeweaveError, match=r"stop did not stop what runs on 2 of 2 node\(s\) \(node-0, node-1;") as \
+            said:
+        _stop_with(monkeypatch, tmp_path, [MAIN, MAIN])
+    assert said.value.exit_code == 3
+    assert (tmp_path / "out.txt").read_text().count("runs its job as its main command") == 2
+    with pytest.raises(NodeweaveError, match=r"on 1 of 2 node\(s\) \(node-1;") as said:
+        _stop_with(monkeypatch, tmp_path, [{"stopped": [], "left": False}, {"error": "exit 255", "left": None}])
+    assert said.value.exit_code == 1
+    stopped = {"stopped": [{"run_id": "r1", "processes": 3, "killed": False}], "left": False}
+    assert _stop_with(monkeypatch, tmp_path, [stopped, {"stopped": [], "left": False}]) is True  # "no run": fine
