@@ -41,3 +41,19 @@ def test_a_stop_that_stopped_nothing_on_a_node_is_no_success(monkeypatch, tmp_pa
     assert said.value.exit_code == 1
     stopped = {"stopped": [{"run_id": "r1", "processes": 3, "killed": False}], "left": False}
     assert _stop_with(monkeypatch, tmp_path, [stopped, {"stopped": [], "left": False}]) is True  # "no run": fine
+
+
+def test_the_first_words_of_one_option_are_offered_as_that_option(tmp_path):
+    """`sync --include` / `run --dry` (argparse's habit of abbreviations, torchrun's `--nproc`) got no hint; the
+    whole first words of exactly one option offer it, a word cut short does not (`--name` is no --namespace)."""
+    import subprocess
+    import sys
+
+    from nodeweave.cli.habits.base import close_options
+
+    assert close_options("--dry", ["--dry-run", "--spec"]) == ["--dry-run"]
+    assert close_options("--kube", ["--kube-cli", "--kube-context"]) == []  # two: not one to offer
+    assert close_options("--name", ["--namespace", "--node"]) == []
+    said = subprocess.run([sys.executable, "-m", "nodeweave", "sync", "--include"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert said.returncode == 2 and "(did you mean --include-secrets?)" in said.stderr, said.stderr

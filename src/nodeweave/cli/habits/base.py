@@ -172,6 +172,11 @@ def close_options(typed: str, known) -> "list[str]":
     from difflib import SequenceMatcher
 
     bare = typed.lstrip("-")
+    # the first words of one option, whole (``--dry`` for --dry-run, argparse's abbreviation habit); a word cut
+    # short is not offered so (``--name`` is no start of --namespace's words: A30)
+    words = [name for name in known if bare and name.lstrip("-").startswith(bare + "-")]
+    if len(words) == 1:
+        return words
     scored = [(SequenceMatcher(None, bare, name.lstrip("-")).ratio(), name) for name in known]
     return [name for score, name in sorted(scored, key=lambda pair: -pair[0]) if score >= 0.7]
 
