@@ -57,3 +57,32 @@ def test_the_first_words_of_one_option_are_offered_as_that_option(tmp_path):
     said = subprocess.run([sys.executable, "-m", "nodeweave", "sync", "--include"], capture_output=True, text=True,
                           cwd=tmp_path)
     assert said.returncode == 2 and "(did you mean --include-secrets?)" in said.stderr, said.stderr
+
+
+def test_a_node_that_holds_is_no_job_run_as_its_main_command(tmp_path):
+    """walk16a A3/A14: after `up --hold` (compose starts PID 1 with NODEWEAVE_MODE=hold, no flag), `stop` named the
+    holding entrypoint "a job run as the node's main command" and told the user to `up --hold`; now only a run-mode
+    entrypoint is named. Hold mode is read from the flag (`--mode hold`, `--mode=hold`) or the process's environment."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from nodeweave.entrypoint.running.runstate import main_runs
+
+    fake = tmp_path / "bin" / "nodeweave-entrypoint"
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n")
+    ours = tmp_path / "node0"
+    env = dict(os.environ, TMPDIR=str(ours))
+    started = [subprocess.Popen([sys.executable, str(fake)], env=dict(env, NODEWEAVE_MODE="hold")),
+               subprocess.Popen([sys.executable, str(fake), "--mode", "hold"], env=env),
+               subprocess.Popen([sys.executable, str(fake), "--mode=hold"], env=env)]
+    job = subprocess.Popen([sys.executable, str(fake), "--mode", "run", "--", "train.py"], env=env)
+    try:
+        time.sleep(0.5)
+        assert [m["pid"] for m in main_runs({"TMPDIR": str(ours)})] == [job.pid]
+    finally:
+        for proc in [*started, job]:
+            proc.kill()
+            proc.wait()

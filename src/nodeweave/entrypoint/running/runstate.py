@@ -258,12 +258,29 @@ def main_runs(env):
         except OSError:
             continue
         options = entrypoint_options(words)
-        if options is None or any(word.partition("=")[0] in NOT_A_MAIN_RUN for word in options):
+        if options is None or any(word.partition("=")[0] in NOT_A_MAIN_RUN for word in options) or \
+                _holds(name, options):
             continue
         stat = proc_stat(int(name))
         if stat is not None and stat[0] != "Z" and _own_root(name) == own and not _entrypoint_parent(stat[1]):
             found.append({"pid": int(name), "starttime": stat[3], "main": int(name) == 1})
     return found
+
+
+def _holds(pid, options):
+    """Whether the entrypoint ``pid`` (its ``options``) was started in hold mode: ``--mode hold`` among its options,
+    else ``NODEWEAVE_MODE=hold`` in its own environment (compose's ``up --hold`` starts PID 1 so; walk16a A3: the
+    holding PID 1 was named a job run as the node's main command, and ``stop`` refused a node that held)."""
+    for at, word in enumerate(options):
+        if word == "--mode" and at + 1 < len(options):
+            return options[at + 1] == "hold"
+        if word.startswith("--mode="):
+            return word.partition("=")[2] == "hold"
+    try:
+        with open("/proc/{}/environ".format(pid), "rb") as f:
+            return b"NODEWEAVE_MODE=hold" in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _entrypoint_parent(pid):
