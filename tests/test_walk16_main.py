@@ -86,3 +86,36 @@ def test_a_node_that_holds_is_no_job_run_as_its_main_command(tmp_path):
         for proc in [*started, job]:
             proc.kill()
             proc.wait()
+
+
+def _explain(cwd, folder):
+    import os
+    import subprocess
+    import sys
+
+    env = {"PATH": os.environ["PATH"], "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
+           "NODEWEAVE_CHECKPOINT_DIR": folder, "NODEWEAVE_MASTER_ADDR": "127.0.0.1", "NODEWEAVE_NODE_RANK": "1",
+           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"], cwd=cwd,
+                          env=env, capture_output=True, text=True)
+
+
+def test_a_checkpoint_folder_is_judged_where_it_is_not_by_its_spelling(tmp_path):
+    """walk16b B5/B6: `/tmp/ws/ck` was warned as each container's own /tmp; `ck` in the workspace /tmp/ws (the same
+    folder) and a link leading into /tmp were not. The folder is judged where it is on the node."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "ws" / "link").symlink_to(tmp_path / "elsewhere")
+    for spelt in ("ck", str(tmp_path / "ws" / "ck"), "link"):
+        said = _explain(tmp_path / "ws", spelt).stdout
+        assert "is in /tmp, which each container has to itself" in said, (spelt, said)
+    assert f"link (on this node {tmp_path / 'elsewhere'}) is in /tmp" in said
+
+
+def test_a_checkpoint_folder_no_save_can_be_made_in_is_refused(tmp_path):
+    """walk16b B23/B24: a 5000-character value, a name over 255 bytes and a newline inside were accepted (rc 0, the
+    Faults table broken over two lines) though every save there fails; each is one line, exit 2."""
+    for value, why in (("a" * 5000, "is 5000 bytes long"), ("b" * 300, "holds a name of 300 bytes"),
+                       ("ck\nx", "holds a control character ('\\n')")):
+        said = _explain(tmp_path, value)
+        assert said.returncode == 2 and why in said.stderr and "Traceback" not in said.stderr, said.stderr

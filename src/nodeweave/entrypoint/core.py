@@ -93,6 +93,12 @@ def _shared_notes(settings, warnings, topo=None):
                   recovery_max_restarts=settings.get("recovery_max_restarts", RECOVERY_RESTARTS))
     if topo is not None:  # a topology value, not a setting: weighed against the other rank sources
         values["master_port"] = topo.master_port.value
+    if isinstance(values["checkpoint_dir"], str) and values["checkpoint_dir"]:
+        import os
+
+        # the folder judged where it is on this node (relative to the workspace, through a link), never by its
+        # spelling (walk16b B5/B6: `ck` in a workspace under /tmp, and a link into /tmp, were passed over)
+        values["checkpoint_where"] = os.path.realpath(values["checkpoint_dir"])
     # without spares every node trains; a count recovery set itself (``with_flags``: generation 0's re-plan) is no
     # one's choice, the node's own plan judged the count given
     if topo is not None and not values["spares"] and values["recovery"] and "nnodes" not in settings.flag_sources:

@@ -111,6 +111,32 @@ def edge_space_problem(text):
             f"{text!r} is only white space: a folder named {text!r}, or none at all, depending on who reads it")
 
 
+NAME_MAX, PATH_MAX = 255, 4095  # bytes: Linux's longest file name and path (limits.h; PATH_MAX counts the NUL)
+
+
+def shape_problem(text):
+    """Why no file can be made at the path ``text`` as written, or None: white space at an end
+    (:func:`edge_space_problem`), a control character inside (a newline from a two-line ``$(...)`` or a YAML block
+    scalar: one folder shown on two lines, and what no save means), a part longer than the kernel takes (NAME_MAX)
+    or the whole (PATH_MAX): every save there fails with ENAMETOOLONG (walk16b B23/B24)."""
+    problem = edge_space_problem(text)
+    if problem:
+        return problem
+    control = next((char for char in text if ord(char) < 32 or ord(char) == 127), None)
+    if control is not None:
+        return (f"{text!r} holds a control character ({control!r}): copied from two lines? a file name with one is "
+                "no folder a person means; give the path on one line")
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size > PATH_MAX:
+        return (f"{text[:40]!r}... is {size} bytes long: the kernel takes a path of at most {PATH_MAX}, so no save "
+                "can be written there (a variable expanded into itself?)")
+    part = max(text.split("/"), key=lambda name: len(name.encode("utf-8", "surrogateescape")))
+    if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        return (f"{text[:40]!r}... holds a name of {len(part.encode('utf-8', 'surrogateescape'))} bytes: the kernel "
+                f"takes at most {NAME_MAX} for one file or folder name, so no save can be written there")
+    return None
+
+
 def unexpanded(text):
     """Why a path still holds ``~`` or ``$NAME`` (a quoted YAML or compose value, ``-e VAR='$X'``), naming what a
     shell would have made of it here, or None: no shell reads the path, so it names a file called ``~`` or
@@ -128,8 +154,9 @@ def path_problem(text, absolute_too=True):
     path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder nor inside one of
     the system's own trees (``SYSTEM_TREES``: /etc/ssh, /usr/lib/x), the rule the CLI's own folders follow. ``~`` and
     ``$VAR`` are refused: no shell reads the path, so they would name a folder ``~`` or ``$HOME`` in the workspace."""
-    if text != text.strip():  # kept by the script, dropped by a reader that strips: one folder read two ways
-        return edge_space_problem(text)
+    problem = shape_problem(text)  # white space at an end (one folder read two ways), a newline, too long
+    if problem:
+        return problem
     if text.startswith("~") or "$" in text:
         return (f"{text!r} holds {'~' if text.startswith('~') else '$'}, which nothing expands here (the path is "
                 "used as written: a folder of that name inside workspace.path)")
@@ -284,7 +311,7 @@ def state_root_problem(env):
     said = f"TMPDIR={given}" if given else "/tmp (TMPDIR unset)"
     own = os.path.join(base, "nodeweave")
     why = "the node keeps its records, the recovery book and the ranks' stall files in $TMPDIR/nodeweave"
-    problem = (edge_space_problem(given) or unexpanded(given)) if given else None
+    problem = (shape_problem(given) or unexpanded(given)) if given else None
     if problem is None and not os.path.isabs(base):
         problem = (f"{given!r} is a relative path: {own} would be made in whatever folder the node runs in (the "
                    "workspace, which sync sends to every node)")

@@ -53,11 +53,11 @@ def read_number_text(text, what, source):
 
 def read_path(text, what, source):
     """A path handed on as given, made absolute for the ranks (``loop.absolute_for_ranks``): white space at either
-    end is refused, never stripped here while kept there (``systemfolders.edge_space_problem``, the spec's rule
-    too)."""
-    from ..systemfolders import edge_space_problem
+    end is refused, never stripped here while kept there, and so is a path no file can be made at (a newline
+    inside, too long: ``systemfolders.shape_problem``, the spec's rule too)."""
+    from ..systemfolders import shape_problem
 
-    problem = edge_space_problem(str(text))
+    problem = shape_problem(str(text))
     if problem:
         raise UsageError(f"{what} (from {source}): {problem}")
     return str(text)

@@ -317,9 +317,11 @@ def notes(values, given=(), naming=None):
     of that line)."""
     found = []
     folder = values.get("checkpoint_dir")
-    inside = per_container(folder) if values.get("recovery") and folder else None
+    where = values.get("checkpoint_where") or folder  # where it is on a node (a link followed), or as written
+    inside = per_container(where) if values.get("recovery") and folder else None
     if inside:
-        found.append(("checkpoint_dir", f"{folder} is in {inside}, which each container has to itself (an emptyDir "
+        shown = folder if where == folder else f"{folder} (on this node {where})"
+        found.append(("checkpoint_dir", f"{shown} is in {inside}, which each container has to itself (an emptyDir "
                                         "on Kubernetes): node 0 sees only its own saves, and a replaced node none; "
                                         "put checkpoints on storage every node mounts (a volume, or a path inside "
                                         "workspace.path)"))
