@@ -1,0 +1,87 @@
+"""walk16a rows fixed by fix18c (one meaning for each record and word): each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from team_folder import SPEC, fake_engines, make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+def _made_by_up(team, spec_text: str) -> None:
+    """What a real `up` of ``spec_text`` leaves in the team folder: its compose file and its record."""
+    from nodeweave.cluster.backends.local import render_up_compose
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.cluster.options import ClusterOptions, record_made
+    from nodeweave.spec import load_spec
+
+    spec_path = team / "nodeweave.yaml"
+    spec_path.write_text(spec_text)
+    spec, mark = load_spec(spec_path), JobMark.of(team, "team")
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "compose.yaml").write_text(render_up_compose(spec, team.resolve(), mark))
+    record_made(spec_path, "team", ClusterOptions(target="local", engine="podman"),
+                {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
+                 "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
+                 "spec_text": spec_text})
+
+
+def _holding_rows(monkeypatch):
+    """status's rows as two held nodes would answer."""
+    from nodeweave.cluster import status
+
+    def gather(backend, nodes, command, say=None):
+        return [{"node": n.name, "reached_as": n.remote.label, "platform": "running", "up": True, "error": None,
+                 "mode": "hold", "rank": n.index, "role": None, "procs": 1, "plan_hash": "abc", "plan_errors": [],
+                 "run": None, "now": None, "gpu": None, "recovery": None, "asked": True} for n in nodes]
+
+    monkeypatch.setattr(status, "gather", gather)
+
+
+ARGS = ("script: train.py", 'script: train.py\n  args: ["--steps", "1"]')
+ENV = ("launcher:", 'env: {WALK_X: "hello"}\nlauncher:')
+
+
+def test_class1_which_spec_a_note_or_a_run_folder_means(capsys, team, monkeypatch, tmp_path):
+    """A12/A13: `launcher.args: []` -> `["--steps", "1"]` while the nodes held: run, exec and status said the nodes
+    run as up made them and sent the user to recreate every node, while the run took the new args (run reads the
+    script and args from the spec each time); the run folder's spec.yaml held the spec up saw, not the one the run
+    was started from. The note names only what up bakes into the nodes; spec.yaml is the run's spec, and
+    up-spec.yaml beside it is the one the nodes were made from, only where they miss a field of it."""
+    from nodeweave.cli.check import job_context
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.cluster.onbackend import spec_changed
+
+    fake_engines(team, monkeypatch, "podman")
+    _holding_rows(monkeypatch)
+    spec_path = team / "nodeweave.yaml"
+    _made_by_up(team, SPEC)
+    args_only = SPEC.replace(*ARGS)
+    spec_path.write_text(args_only)
+    for argv in (["status"], ["exec", "--dry-run", "--", "true"], ["run", "--dry-run"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert "changed since" not in err and "recreating every node" not in err, (argv, out, err)
+    _, backend, _ = open_cluster(spec_path, ClusterOptions())
+    assert spec_changed(backend) is None
+    context = job_context(backend.spec, spec_path, backend)
+    assert context.spec_text == args_only and context.made_from is None
+
+    both = args_only.replace(*ENV)  # a baked field too: said alone, and the run folder keeps both specs, named
+    spec_path.write_text(both)
+    code, out, err = run_cli(capsys, "status")
+    line = one_line(err)
+    assert 'env (unset) -> {"WALK_X": "hello"}' in line and "launcher.args" not in line, err
+    _, backend, _ = open_cluster(spec_path, ClusterOptions())
+    context = job_context(backend.spec, spec_path, backend)
+    assert context.spec_text == both and context.made_from == SPEC
+    from nodeweave.cluster.runfolder import UP_SPEC, RunFolder
+
+    folder = RunFolder.create(tmp_path / "runs", "team", context.spec_text, made_from=context.made_from)
+    assert (folder.path / "spec.yaml").read_text() == both and (folder.path / UP_SPEC).read_text() == SPEC
