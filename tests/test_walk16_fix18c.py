@@ -85,3 +85,42 @@ def test_class1_which_spec_a_note_or_a_run_folder_means(capsys, team, monkeypatc
 
     folder = RunFolder.create(tmp_path / "runs", "team", context.spec_text, made_from=context.made_from)
     assert (folder.path / "spec.yaml").read_text() == both and (folder.path / UP_SPEC).read_text() == SPEC
+
+
+def _run_folder(team, run_id: str) -> None:
+    """A finished run's folder as `nodeweave run` leaves it."""
+    import json
+
+    folder = team / "runs" / run_id
+    folder.mkdir(parents=True)
+    (folder / "spec.yaml").write_text(SPEC)
+    (folder / "node-0.log").write_text("step 1/1\n")
+    stamp = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}T{run_id[9:11]}:{run_id[11:13]}:{run_id[13:15]}.000Z"
+    (folder / "run.json").write_text(json.dumps({
+        "schema": "nodeweave.runfolder/1", "run_id": run_id, "job": "team", "command": ["train.py"], "env": {},
+        "profile": None, "target": "podman on this machine", "workspace": {}, "started": stamp, "ended": stamp,
+        "seconds": 1.0, "exit_code": 0, "summary": "every node exited 0",
+        "nodes": [{"node": "node-0", "index": 0, "exit_code": 0, "log": "node-0.log"}]}))
+
+
+def test_class2_last_run_is_the_newest_by_start_for_every_reader(capsys, team, monkeypatch):
+    """A19: after `down`, a file restored in an older run folder made status's hint say "the last run (<older>) is
+    kept in runs/: `nodeweave runs show last` shows how it ended", while `runs show last` showed the newer one: the
+    hint followed the folders' modification time. "last" is the newest run by start for every reader."""
+    import os
+    import time
+
+    from nodeweave.errors import EXIT_ENVIRONMENT
+    from nodeweave.runs.history import find_run
+
+    fake_engines(team, monkeypatch, "podman")
+    older, newer = "20261201T122232Z-team", "20261201T122712Z-team"
+    _run_folder(team, older)
+    _run_folder(team, newer)
+    later = time.time() + 60
+    for path in (team / "runs" / older, team / "runs" / older / "node-0.log"):
+        os.utime(path, (later, later))  # a note added to the older run
+    assert find_run(team / "runs", "last", "team").run_id == newer
+    for argv in (["status"], ["logs"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == EXIT_ENVIRONMENT and f"the last run ({newer})" in one_line(err), (argv, out, err)

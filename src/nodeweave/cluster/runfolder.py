@@ -157,10 +157,13 @@ def run_folder_named(parent: Path, run_id: Optional[str]) -> Optional[Path]:
 
 
 def latest_run(parent: Path, job: str) -> Optional[Path]:
-    """The newest run folder of ``job`` under ``parent`` (sweep points included), or None."""
+    """The newest run folder of ``job`` under ``parent`` by start (sweep points included), or None: ``last`` as
+    ``runs show last`` and ``logs --run last`` read it (``runs.history``: the folders' names, which start with the
+    UTC time, then a sweep's points in order). Never by modification time: a note added to an older run made it
+    "the last run" of a hint whose command showed another (walk16a A19)."""
     pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(job)}(-\d+)?$")
     found = [p for p in parent.glob("*") if p.is_dir() and pattern.match(p.name)]
     found += [p for sweep in parent.glob(f"*-{job}-sweep*") if sweep.is_dir() for p in sweep.iterdir()
               if p.is_dir() and (p / "run.json").exists()]
     found = [p for p in found if (p / "run.json").exists() or any(p.glob("node-*.log"))]
-    return max(found, key=lambda p: (p.stat().st_mtime, p.name)) if found else None
+    return max(found, key=lambda p: p.relative_to(parent).parts) if found else None
