@@ -124,3 +124,28 @@ def test_class2_last_run_is_the_newest_by_start_for_every_reader(capsys, team, m
     for argv in (["status"], ["logs"]):
         code, out, err = run_cli(capsys, *argv)
         assert code == EXIT_ENVIRONMENT and f"the last run ({newer})" in one_line(err), (argv, out, err)
+
+
+DIRECT_DEST_LEFT_OUT = [["sync", "--node", "ssh:gpu01", "--dry-run"], ["sync", "--node", "ssh:gpu01", "."],
+                        ["sync", "--node", "podman:team-0", "--dry-run"],
+                        ["sync", "--compose-project", "team-0123abcd", "--dry-run"]]
+
+
+@pytest.mark.parametrize("argv", DIRECT_DEST_LEFT_OUT, ids=lambda a: "-".join(w.strip("-.") for w in a[1:]))
+def test_class3_a_target_flag_is_never_dropped_for_a_defaulted_positional(capsys, team, monkeypatch, argv):
+    """A23: with the local cluster up had made recorded (taken down since), `sync --node ssh:gpu01` with DEST left
+    out dropped the flag without a word and answered for the recorded cluster: "nothing to send: target local: the
+    nodes mount ..." (exit 0), or "team is not up" (exit 3), while with DEST typed it planned ssh:gpu01. Targets
+    named on the command line are the targets whether or not DEST is typed: DEST then the spec's workspace.path, or
+    for ssh hosts a refusal naming the DEST missing."""
+    from nodeweave.errors import EXIT_USAGE
+
+    fake_engines(team, monkeypatch, "podman")
+    _made_by_up(team, SPEC)
+    code, out, err = run_cli(capsys, *argv)
+    said = out + err
+    assert "target local" not in said and "team is not up" not in said, (argv, out, err)
+    if argv[2].startswith("ssh:"):
+        assert code == EXIT_USAGE and "DEST is missing for ssh target(s) ssh:gpu01" in one_line(err), (out, err)
+    else:
+        assert code == 0 and f"{argv[2] if argv[1] == '--node' else 'team'}" in out and "/workspace" in out, (out, err)
