@@ -67,9 +67,9 @@ def note_spec_changed(backend: Backend) -> None:
 
 def ran_spec_text(backend: Backend) -> Optional[str]:
     """The spec text the held nodes were made from, where they miss a field of the spec's text now
-    (:func:`spec_changed`): a run folder keeps it beside the spec the run was started from (``runfolder.UP_SPEC``,
-    walk16a A13); None: the nodes see the spec now, or it is not recorded."""
-    if spec_changed(backend) is None:
+    (:func:`spec_changed`, :func:`count_changed`): a run folder keeps it beside the spec the run was started from
+    (``runfolder.UP_SPEC``, walk16a A13); None: the nodes see the spec now, or it is not recorded."""
+    if spec_changed(backend) is None and count_changed(backend) is None:
         return None
     return _made_spec_text(backend)
 
