@@ -44,6 +44,27 @@ def _holding_rows(monkeypatch):
     monkeypatch.setattr(status, "gather", gather)
 
 
+def _held_nodes_ignore_only_the_command(team, before: str, after: str) -> None:
+    """The split READ_EACH_RUN states: an edit of its fields changes only each service's `command:` of the compose
+    file up starts the nodes from, which a node held for runs never runs."""
+    import yaml
+
+    from nodeweave.cluster.backends.local import render_up_compose
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.spec import load_spec
+
+    def made(text: str) -> tuple:
+        path = team / "other.yaml"
+        path.write_text(text)
+        document = yaml.safe_load(render_up_compose(load_spec(path), team.resolve(), JobMark.of(team, "team")))
+        commands = [service.pop("command") for service in document["services"].values()]
+        path.unlink()
+        return document, commands
+
+    (then, old), (now, new) = made(before), made(after)
+    assert then == now and old != new
+
+
 ARGS = ("script: train.py", 'script: train.py\n  args: ["--steps", "1"]')
 ENV = ("launcher:", 'env: {WALK_X: "hello"}\nlauncher:')
 
@@ -70,6 +91,7 @@ def test_class1_which_spec_a_note_or_a_run_folder_means(capsys, team, monkeypatc
         assert "changed since" not in err and "recreating every node" not in err, (argv, out, err)
     _, backend, _ = open_cluster(spec_path, ClusterOptions())
     assert spec_changed(backend) is None
+    _held_nodes_ignore_only_the_command(team, SPEC, args_only.replace("train.py", "other.py"))
     context = job_context(backend.spec, spec_path, backend)
     assert context.spec_text == args_only and context.made_from is None
 
