@@ -267,7 +267,7 @@ def test_a_sweep_ranks_by_its_own_metric_from_its_start(tmp_path, monkeypatch, c
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NODEWEAVE_SPEC", raising=False)
-    session = RunSession([], tmp_path / "runs", SimpleNamespace(job="nwruns", spec_text=SPEC), out=None)
+    session = RunSession([], tmp_path / "runs", SimpleNamespace(job="nwruns", spec_text=SPEC, made_from=None), out=None)
     session.open_sweep(SimpleNamespace(sweep=SweepRequest("step_ms ([0-9.]+)", lower_is_better=True)))
     sweep = session.sweep_folder
     kept = json.loads((sweep.path / "sweep.json").read_text())

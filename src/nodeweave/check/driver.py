@@ -136,7 +136,8 @@ def run_check(nodes: List[Node], phase, context, console: Console) -> CheckResul
     from nodeweave.cluster.runfolder import RunFolder
 
     options: CheckOptions = phase.options
-    folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check")
+    folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check",
+                              made_from=context.made_from)
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
                            flags=options.entrypoint_flags(len(nodes)), env=dict(phase.env))
     console.print(styled(("nodeweave:", "bold"), f" check {folder.run_id} on {len(nodes)} node(s) ({context.target})"),

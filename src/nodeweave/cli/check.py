@@ -61,10 +61,11 @@ def job_context(spec, spec_path: Path, backend):
     host_path = spec.workspace.host_path
     from nodeweave.cluster.onbackend import ran_spec_text
 
-    # the run folder's spec.yaml: what the held nodes were made from, where the spec changed since (walk15 A17)
-    return JobContext(job=spec.name, spec_text=ran_spec_text(backend) or read_spec_text(spec_path),
+    # the run folder's spec.yaml: the spec the run was started from; up-spec.yaml beside it: what the held nodes were
+    # made from, where they miss a field of it (walk15 A17, walk16a A13)
+    return JobContext(job=spec.name, spec_text=read_spec_text(spec_path),
                       workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
-                      target=backend.where)
+                      target=backend.where, made_from=ran_spec_text(backend))
 
 
 def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = "table"):

@@ -31,11 +31,12 @@ class JobContext:
     """What a run records about where it ran."""
 
     job: str
-    spec_text: str
+    spec_text: str  # the spec the run was started from: the run folder's spec.yaml
     workspace: Path
     target: str
     recovery: bool = False  # recovery.enabled: node 0 decides the outcome, a node's failure stops no one here
     hidden: Optional[object] = None  # the values of hidden -e variables (nodeweave.hidden.Hidden): never recorded
+    made_from: Optional[str] = None  # the spec up made the held nodes from, where they miss a field of spec_text
 
 
 def _node_report(node: Node, run_id: str) -> dict:

@@ -31,7 +31,7 @@ def count_changed(backend: Backend) -> Optional[str]:
     wanted = backend.spec.containers
     if made is None or made == wanted:
         return None
-    others = [f for f in changed_fields(backend) if not f.startswith("nodes ")]
+    others = [f for f in unseen_fields(changed_fields(backend)) if not f.startswith("nodes ")]
     return (f"{backend.spec_path.name} now asks for {wanted} node container(s) and {backend.spec.name} is up with "
             f"{made} (what `nodeweave up` made: {_made_file(backend)})"
             + (f", and changed {', '.join(others)} since" if others else "") + f": {_applies(backend)}")
@@ -44,7 +44,10 @@ def spec_changed(backend: Backend) -> Optional[str]:
     ran with one process a node and no variable, under "plans agree"). None: nothing changed, or not known here."""
     if _made_record(backend) is None or not backend.made_stale() or count_changed(backend):
         return None
-    fields = changed_fields(backend)
+    changed = changed_fields(backend)
+    fields = unseen_fields(changed)
+    if changed and not fields:  # only what each run reads from the spec again (walk16a A12)
+        return None
     said = ", ".join(fields) if fields else "what the nodes are made from"
     return (f"{backend.spec_path.name} changed since `nodeweave up` made {backend.spec.name}'s nodes ({said}): the "
             f"nodes run as up made them ({_made_file(backend)}); {_applies(backend)}")
@@ -63,11 +66,25 @@ def note_spec_changed(backend: Backend) -> None:
 
 
 def ran_spec_text(backend: Backend) -> Optional[str]:
-    """The spec text the held nodes were made from, where it is not the spec's text now (the run folder's
-    spec.yaml is what the nodes ran: walk15 A17); None: the spec now is what they run, or it is not recorded."""
-    if not backend.made_stale():
+    """The spec text the held nodes were made from, where they miss a field of the spec's text now
+    (:func:`spec_changed`, :func:`count_changed`): a run folder keeps it beside the spec the run was started from
+    (``runfolder.UP_SPEC``, walk16a A13); None: the nodes see the spec now, or it is not recorded."""
+    if spec_changed(backend) is None and count_changed(backend) is None:
         return None
     return _made_spec_text(backend)
+
+
+# The spec's fields that `nodeweave run` reads from the spec each time it starts a run (its default command, the
+# script and its args: clusteropts.spec_command). They reach a node's compose file only as its `command:`, which a node
+# held for runs never runs: an edit of one is taken by the next run, never missed by the held nodes (walk16a A12).
+# Every other field the compose file carries (env, gpus_per_node, image, resources, volumes, ...) is baked into the
+# nodes by `up`.
+READ_EACH_RUN = ("launcher.script", "launcher.args")
+
+
+def unseen_fields(fields: "list[str]") -> "list[str]":
+    """The fields of :func:`changed_fields` that the held nodes do not see: those ``READ_EACH_RUN`` left out."""
+    return [f for f in fields if f.split(" ", 1)[0] not in READ_EACH_RUN]
 
 
 def _made_record(backend: Backend) -> Optional[dict]:

@@ -1,6 +1,8 @@
 """``runs/<UTC time>-<job>/``: everything one run leaves on the workstation.
 
 - ``spec.yaml``: the spec the run was started from, as it was;
+- ``up-spec.yaml``: only where the held nodes were made from another spec, in a field they do not see again at
+  each run (``onbackend.spec_changed``): the spec ``nodeweave up`` made them from;
 - ``node-<i>.log``: the node's whole output (entrypoint, launcher, every rank), as it arrived;
 - ``node-<i>.plan.json``: the plan the node's entrypoint made for this run (``--explain --json`` schema);
 - ``profile/node-<i>/``: the profiler's files, with ``--profile``;
@@ -41,6 +43,7 @@ def as_kept_here(line: str, folder: Path) -> str:
     return _KEPT_PATH.sub(lambda m: str(folder / m.group(1)), line)
 
 SCHEMA = "nodeweave.runfolder/1"
+UP_SPEC = "up-spec.yaml"  # the spec `up` made the held nodes from, where it is not the run's own (walk16a A13)
 
 
 def own_log(path: Path, leave_out: str = "") -> Path:
@@ -88,8 +91,10 @@ class RunFolder:
     run_id: str
 
     @classmethod
-    def create(cls, parent: Path, job: str, spec_text: str, suffix: str = "") -> "RunFolder":
-        """A new folder ``<parent>/<UTC time>-<job><suffix>`` (``-2``, ``-3``... if that second is taken)."""
+    def create(cls, parent: Path, job: str, spec_text: str, suffix: str = "",
+               made_from: Optional[str] = None) -> "RunFolder":
+        """A new folder ``<parent>/<UTC time>-<job><suffix>`` (``-2``, ``-3``... if that second is taken), holding
+        ``spec_text`` (the spec the run was started from) and ``made_from`` (:data:`UP_SPEC`), where given."""
         from nodeweave.jobstate import RUNS_GITIGNORE, make_own_folder
         from nodeweave.rootwrites import note_root_writes
 
@@ -105,6 +110,8 @@ class RunFolder:
             folder = cls(parent / name, name)
             try:
                 folder.write_text("spec.yaml", spec_text)
+                if made_from is not None:
+                    folder.write_text(UP_SPEC, made_from)
             except NodeweaveError:  # nothing of the run is there yet: no half-made folder left behind (C7)
                 import shutil
 
@@ -150,10 +157,13 @@ def run_folder_named(parent: Path, run_id: Optional[str]) -> Optional[Path]:
 
 
 def latest_run(parent: Path, job: str) -> Optional[Path]:
-    """The newest run folder of ``job`` under ``parent`` (sweep points included), or None."""
+    """The newest run folder of ``job`` under ``parent`` by start (sweep points included), or None: ``last`` as
+    ``runs show last`` and ``logs --run last`` read it (``runs.history``: the folders' names, which start with the
+    UTC time, then a sweep's points in order). Never by modification time: a note added to an older run made it
+    "the last run" of a hint whose command showed another (walk16a A19)."""
     pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(job)}(-\d+)?$")
     found = [p for p in parent.glob("*") if p.is_dir() and pattern.match(p.name)]
     found += [p for sweep in parent.glob(f"*-{job}-sweep*") if sweep.is_dir() for p in sweep.iterdir()
               if p.is_dir() and (p / "run.json").exists()]
     found = [p for p in found if (p / "run.json").exists() or any(p.glob("node-*.log"))]
-    return max(found, key=lambda p: (p.stat().st_mtime, p.name)) if found else None
+    return max(found, key=lambda p: p.relative_to(parent).parts) if found else None

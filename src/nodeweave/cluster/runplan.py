@@ -86,7 +86,8 @@ class RunSession:
         from nodeweave.cluster.runfolder import RunFolder
 
         self.sweep = phase.sweep
-        self.sweep_folder = RunFolder.create(self.parent, self.context.job, self.context.spec_text, suffix="-sweep")
+        self.sweep_folder = RunFolder.create(self.parent, self.context.job, self.context.spec_text, suffix="-sweep",
+                                             made_from=self.context.made_from)
         from nodeweave.cluster.stop import mark_runner
 
         mark_runner(self.sweep_folder.path)  # what `nodeweave stop` finds a sweep going by (walk10 C22)
@@ -130,7 +131,7 @@ class RunSession:
         from nodeweave.cluster.runfolder import RunFolder
 
         parent = self.sweep_folder.path if self.sweep_folder else self.parent
-        folder = RunFolder.create(parent, self.context.job, self.context.spec_text, suffix)
+        folder = RunFolder.create(parent, self.context.job, self.context.spec_text, suffix, self.context.made_from)
         if not suffix:
             self.on_folder(folder.path)
         planned: RunRequest = phase.request

@@ -314,9 +314,23 @@ def mounted_dest(backend, src: Path, dest: str) -> "str | None":
 
 
 
+def recorded_hosts(spec, spec_path: Path):
+    """([], folder) of the bare hosts `up -t hosts` recorded for this job, read from the record alone (no host
+    asked): the folder ssh targets named directly are sent to with DEST left out; None: no hosts cluster recorded."""
+    if spec is None:
+        return None
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.options import TARGET_ALIASES, load_state
+
+    saved = load_state(spec_path, spec.name)
+    if TARGET_ALIASES.get(saved.target, saved.target) != "hosts":
+        return None
+    return [], open_backend(spec, spec_path, saved).dir
+
+
 def hosts_workspace(spec, recorded, found) -> str:
     """DEST on bare ssh hosts: the workspace folder up recorded, else an absolute workspace.host_path."""
-    if recorded is not None and all(t.kind == "ssh" for t in recorded[0]):
+    if recorded is not None and all(t.kind == "ssh" for t in recorded[0]):  # ([], folder): recorded_hosts
         return recorded[1]
     if spec is not None and spec.workspace.host_path.startswith("/"):
         return spec.workspace.host_path
@@ -382,18 +396,20 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore,
                         state=run_folders(src, spec_path),
                         checkpoints=checkpoint_folders(spec or _spec_beside(spec_path)))
-    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
-                                typed=None if targets.explicit else typed, src=src, dest=dest, choose=choose)
-    notes = recorded[2] if recorded and not targets.explicit else ()
-    if recorded and not targets.explicit:
-        found = recorded[0]
+    # targets named on the command line are the targets, whether or not DEST was typed: the recorded cluster (its
+    # nodes, whether they are up, whether they mount SRC) is never asked then (walk16a A23: `sync --node ssh:gpu01`
+    # with DEST left out answered for the local cluster up had made, "nothing to send", or "not up", exit 3)
+    recorded = None if targets.explicit else recorded_cluster(
+        spec, spec_path, cluster, dry_run=options.dry_run, typed=typed, src=src, dest=dest, choose=choose)
+    if recorded:
+        found, notes = recorded[0], recorded[2]
     else:
         found, notes = _named_targets(targets, spec, options.dry_run)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):
-        dest = hosts_workspace(spec, recorded, found)
-    elif dest is None and recorded and not targets.explicit:
+        dest = hosts_workspace(spec, recorded or recorded_hosts(spec, spec_path), found)
+    elif dest is None and recorded:
         dest = recorded[1]
     _, dest = resolve_paths(src, dest, spec, spec_path)
     if options.delete and not options.check:
@@ -418,7 +434,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
                        left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset,
                                                      checking=options.check) + asked,
-                       named_directly=not (recorded and not targets.explicit))
+                       named_directly=not recorded)
 
 
 def refuse_delete_into_a_default(src: Path, spec) -> None:
