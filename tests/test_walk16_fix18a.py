@@ -74,9 +74,33 @@ def ended_from_outside(folder: Path, env: dict, args: "list[str]", ending: str, 
     return code, err
 
 
+def slow_hosts(folder: Path) -> "tuple[dict, list]":
+    """Two bare hosts whose every ssh call first waits 30 s in a child of its own (a slow network, a compose pull):
+    (env, the host flags)."""
+    env, flags = bare_hosts_in(folder, SPEC.format(port=_port()), hosts=HOSTS[:2])
+    ssh = folder / "bin" / "ssh"
+    first, rest = ssh.read_text().split("\n", 1)
+    ssh.write_text(f"{first}\necho ssh >> {folder}/ssh-began\nsleep 30\n{rest}")
+    return env, flags
+
+
 @pytest.mark.parametrize("verb, ending", [("exec", "pipe"), ("exec", "SIGTERM"), ("exec", "SIGHUP"),
-                                          ("run", "pipe"), ("run", "SIGTERM"), ("run", "SIGHUP")])
-def test_an_ending_from_outside_does_what_ctrl_c_does(hosts_up, verb, ending):
+                                          ("run", "pipe"), ("run", "SIGTERM"), ("run", "SIGHUP"), ("up", "SIGTERM")])
+def test_an_ending_from_outside_does_what_ctrl_c_does(hosts_up, tmp_path, verb, ending):
+    if verb == "up":  # a local step below nodeweave (here ssh) gets the SIGINT a terminal's Ctrl-C would give it
+        env, flags = slow_hosts(tmp_path)
+        child = cli_run.popen([*cli_run.NODEWEAVE, "up", *flags], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ssh-began").exists():
+            assert time.monotonic() < deadline and child.poll() is None, child.communicate()
+            time.sleep(0.2)
+        began = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        err = child.communicate(timeout=60)[1]  # its pipes close once every process below it has ended
+        assert child.returncode == 130 and "interrupted: up stopped" in err, (child.returncode, err)
+        assert time.monotonic() - began < 20, "the step's ssh went on after nodeweave ended"
+        return
     folder, env = hosts_up
     marker = f"m{uuid.uuid4().hex[:10]}"
     if verb == "exec":

@@ -4,8 +4,9 @@ A verb holding something on the nodes (a run, an exec's command, a sync, an ``up
 its Ctrl-C gets: stop what it started on every node, record the run's end, say where it stood. Three other endings
 skipped it and left the nodes' work running with no one collecting it (walk16a A1, A2, A17): SIGTERM (a CI step's
 timeout, a ``kill``), SIGHUP (the terminal closed) and a reader that went away (``| head``: EPIPE on stdout). The
-program (``nodeweave.cli.main``) installs :func:`install` once: SIGTERM and SIGHUP are handed to whatever SIGINT's
-handler is at that moment (a verb's own, or Python's KeyboardInterrupt), and stdout's first failed write, while a
+program (``nodeweave.cli.main``) installs :func:`install` once: SIGTERM and SIGHUP become the Ctrl-C a terminal
+gives (:func:`ctrl_c`: SIGINT to the processes below this one in its group, then to this one, whose handler of the
+moment, a verb's own or Python's KeyboardInterrupt, does the rest), and stdout's first failed write, while a
 plan's phase holds the nodes (:func:`holding`), drops the rest of the output, says one line on stderr and ends the
 verb by that same Ctrl-C. Outside a phase a closed stdout ends the verb as before (quietly, exit 1): nothing is held.
 """
@@ -42,7 +43,8 @@ def install() -> None:
     """SIGTERM and SIGHUP as Ctrl-C, stdout guarded; only in the program itself (never in a test's process)."""
     for sig in ENDINGS:
         try:
-            signal.signal(sig, as_ctrl_c)
+            if signal.getsignal(sig) != signal.SIG_IGN:  # ignored where started (nohup): it stays so
+                signal.signal(sig, as_ctrl_c)
         except (ValueError, OSError):  # not the main thread (embedded): nothing of ours to guard
             return
     if sys.stdout is not None and not isinstance(sys.stdout, GuardedOutput):
@@ -59,21 +61,24 @@ def as_ctrl_c(signum, frame) -> None:
 
 
 def ctrl_c() -> None:
-    """What a terminal's Ctrl-C does, sent from here: SIGINT to each child of this process in its process group (a
-    local step's compose or kubectl; the nodes' exec clients run in sessions of their own, out of a Ctrl-C's reach,
-    and so out of this one's), then to this process, whose SIGINT handler of the moment (a verb's own, or Python's
-    KeyboardInterrupt in the main thread) does the rest."""
-    for child in children_in_group():
+    """What a terminal's Ctrl-C does, sent from here: SIGINT to every process below this one in its process group (a
+    local step's compose or kubectl and what they started; the nodes' exec clients run in sessions of their own, out
+    of a Ctrl-C's reach, and so out of this one's), then to this process, whose SIGINT handler of the moment (a verb's
+    own, or Python's KeyboardInterrupt in the main thread) does the rest."""
+    for pid in below_in_group():
         try:
-            os.kill(child, signal.SIGINT)
+            os.kill(pid, signal.SIGINT)
         except OSError:  # ended meanwhile
             pass
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # a script's background job (`&`) ignores Ctrl-C, not this
+        raise KeyboardInterrupt
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def children_in_group() -> "list[int]":
-    """The pids of this process's children that share its process group (Linux's /proc; none elsewhere)."""
-    me, group, found = os.getpid(), os.getpgrp(), []
+def below_in_group() -> "list[int]":
+    """The pids of this process's descendants that share its process group (Linux's /proc; none elsewhere): whom a
+    terminal's Ctrl-C would reach with it, and never a process beside it (a shell's pipeline, a CI runner)."""
+    group, parent = os.getpgrp(), {}
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
@@ -82,10 +87,14 @@ def children_in_group() -> "list[int]":
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat:
                 fields = stat.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
-        except OSError:
+            if len(fields) > 2 and int(fields[2]) == group:
+                parent[pid] = int(fields[1])
+        except (OSError, ValueError):
             continue
-        if len(fields) > 2 and int(fields[1]) == me and int(fields[2]) == group:
-            found.append(pid)
+    found, level = [], {os.getpid()}
+    while level:
+        level = {pid for pid, ppid in parent.items() if ppid in level}
+        found.extend(sorted(level))
     return found
 
 
