@@ -463,7 +463,10 @@ def main(argv: "list[str] | None" = None) -> int:
     if closed is not None:
         return closed
     AS_PROGRAM[:] = [True]
+    from nodeweave import endings
     from nodeweave.usertext import people_stream
+
+    endings.install()  # SIGTERM, SIGHUP and a closed stdout end a verb as its Ctrl-C does (walk16a A1, A2, A17)
 
     stderr = sys.stderr
     sys.stderr = people_stream(stderr)  # a byte that is not UTF-8 is said as the shell writes it, $'\xff'

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
              "pdsh): each line prefixed with \\[node-i], every node's exit code collected. At --timeout or Ctrl-C "
-             "the command is ended on every node still running it (SIGTERM, SIGKILL 5 s later). Exit 0: every node "
+             "(SIGTERM, SIGHUP, a closed stdout too) the command is ended on every node still running it (SIGTERM, "
+             "SIGKILL 5 s later). Exit 0: every node "
              "ended 0; else the command's own code when every node ended with the same one (one node: its code, as "
              "ssh or `docker exec` passes it on); 1: nodes that failed with different codes (all named); 124: --timeout cut a "
              "node; 130: Ctrl-C; 2: bad input (named; input waiting on standard input too, which no node's command "

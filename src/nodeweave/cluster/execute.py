@@ -180,6 +180,7 @@ def execute(plan: Plan, job: Execution) -> Execution:
     for line in plan.notes:
         job.say(line)
     from nodeweave import nodeprogress
+    from nodeweave.endings import holding
 
     known: Dict[str, str] = {}
     for number, phase in enumerate(plan.phases, 1):
@@ -187,7 +188,8 @@ def execute(plan: Plan, job: Execution) -> Execution:
         bound = phase.bound(known)
         nodeprogress.begin(*progress_names(bound))
         try:
-            made = bound.run(job)
+            with holding(plan.verb):  # a closed stdout ends this phase as Ctrl-C does (nodeweave.endings)
+                made = bound.run(job)
         except KeyboardInterrupt:
             said = interrupted_line(plan, bound, number, job)
             if said:

@@ -181,7 +181,8 @@ class Runner:
 
     # --- watching ------------------------------------------------------------------------------------
     def run(self) -> "Runner":
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        # SIGTERM and SIGHUP (and a closed stdout) come here as SIGINT: nodeweave.endings, one rule for every verb
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,)}
         try:
             self.start()
             open_streams = len(self.runs)
