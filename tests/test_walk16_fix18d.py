@@ -1,0 +1,39 @@
+"""walk16 rows fixed by fix18d: sizes without their unit, a spec's mistakes in one round, and one field's
+"accepted" said the same by every check that reaches it. Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeweave.spec import parse_spec
+from nodeweave.spec.nodes import SpecErrors
+
+BASE = "name: job\nimage: {variant: cpu}\nlauncher: {script: t.py}\n"
+
+
+def refused(text: str) -> "dict":
+    """The refusal's FieldErrors of a spec, by field."""
+    with pytest.raises(SpecErrors) as caught:
+        parse_spec(BASE + text, "s.yaml")
+    return {error.field: error for error in caught.value.fields}
+
+
+# -- A8, A9: a size without its unit, which Kubernetes reads as bytes -------------------------------------------
+
+def test_every_size_field_refuses_a_bare_number_naming_the_unit_to_add():
+    errors = refused("nodes: 1\nresources: {requests: {memory: 256}, limits: {memory: '16'}, hugepages: {2Mi: 512}}\n"
+                     "kubernetes: {storage_size: 500}\ncache: {size: 200}\n"
+                     "volumes: [{name: scratch, path: /scratch, cache: 10}]\n")
+    for field, number in (("resources.requests.memory", "256"), ("resources.limits.memory", "16"),
+                          ("kubernetes.storage_size", "500"), ("cache.size", "200"), ("volumes[0].cache", "10")):
+        assert errors[field].problem.startswith(f"{number} has no unit"), errors[field]
+        assert f"write {number}Gi or {number}Mi" in errors[field].accepted
+    # huge pages: the doc's "amount" is their total size; a count of pages is told the size it comes to
+    pages = errors["resources.hugepages.2Mi"]
+    assert "not pages" in pages.problem and "512 pages of 2Mi is 1Gi" in pages.accepted
+    assert "is not a whole number" not in str(pages)
+    # written with their units, the same values are taken
+    spec = parse_spec(BASE + "resources: {requests: {memory: 256Gi}, hugepages: {2Mi: 1Gi}}\n"
+                      "kubernetes: {storage_size: 500Gi}\ncache: {size: 200G}\n", "s.yaml")
+    assert spec.resources.requests["memory"] == "256Gi" and spec.kubernetes.storage_size == "500Gi"
+    assert spec.resources.hugepages["2Mi"] == "1Gi"
