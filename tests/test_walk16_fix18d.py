@@ -37,3 +37,23 @@ def test_every_size_field_refuses_a_bare_number_naming_the_unit_to_add():
                       "kubernetes: {storage_size: 500Gi}\ncache: {size: 200G}\n", "s.yaml")
     assert spec.resources.requests["memory"] == "256Gi" and spec.kubernetes.storage_size == "500Gi"
     assert spec.resources.hugepages["2Mi"] == "1Gi"
+
+
+# -- A10: a field whose range depends on another said its type error only once the other was fixed ---------------
+
+@pytest.mark.parametrize("nodes", ['"2"', "two", '"1:2"'])
+def test_a_field_ranged_by_a_refused_one_says_its_own_mistake_in_the_same_round(nodes):
+    errors = refused(f"nodes: {nodes}\nrecovery: {{enabled: true, min_nodes: \"1\"}}\n")
+    assert "nodes" in errors, errors
+    assert errors["recovery.min_nodes"].problem == "got the string '1'; write 1 without quotes", errors
+
+
+# -- A20: one field's "accepted" said alike by its range check and its type check; a number shown as one --------
+
+def test_every_check_of_a_field_says_the_same_accepted_and_shows_a_number_bare():
+    for field, wrong in (("gpus_per_node", ("-1", '"1"', "lots", "2000")), ("nodes", ("0", '"2"', "3000", '"2:1"'))):
+        accepted = {refused(f"{field}: {value}\n")[field].accepted for value in wrong}
+        assert len(accepted) == 1, accepted
+    assert "auto" in refused("gpus_per_node: -1\n")["gpus_per_node"].accepted
+    assert refused("gpus_per_node: -1\n")["gpus_per_node"].problem == "got -1"
+    assert refused("kubernetes: {grace_period: -5}\n")["kubernetes.grace_period"].problem == "got -5"
