@@ -57,3 +57,21 @@ def test_every_check_of_a_field_says_the_same_accepted_and_shows_a_number_bare()
     assert "auto" in refused("gpus_per_node: -1\n")["gpus_per_node"].accepted
     assert refused("gpus_per_node: -1\n")["gpus_per_node"].problem == "got -1"
     assert refused("kubernetes: {grace_period: -5}\n")["kubernetes.grace_period"].problem == "got -5"
+
+
+# -- B13: the entrypoint's node count: MIN:MAX the wrong way round was the one refusal with no accepted ----------
+
+def test_every_refusal_of_a_node_count_variable_says_what_is_accepted():
+    from nodeweave.entrypoint.errors import UsageError
+    from nodeweave.entrypoint.planning.topology import _read_nproc, _NoGpus, normalize_nnodes
+
+    said = set()
+    for text in ("2:1", "0:2", "1-2", "1:", "3000"):
+        with pytest.raises(UsageError) as caught:
+            normalize_nnodes(text, "NODEWEAVE_NNODES")
+        problem, _, accepted = str(caught.value).partition("; accepted: ")
+        said.add(accepted.replace("1:2", "2:4").split(" (a typed count")[0])
+    assert len(said) == 1 and "MIN <= MAX" in said.pop()
+    with pytest.raises(UsageError) as caught:
+        _read_nproc(_NoGpus())("2000", "processes per node", "NODEWEAVE_NPROC_PER_NODE")
+    assert "got '2000'" in str(caught.value) and "accepted: a whole number from 1 to 1024" in str(caught.value)
