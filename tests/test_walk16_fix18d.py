@@ -41,10 +41,10 @@ def test_every_size_field_refuses_a_bare_number_naming_the_unit_to_add():
 
 # -- A10: a field whose range depends on another said its type error only once the other was fixed ---------------
 
-@pytest.mark.parametrize("nodes", ['"2"', "two", '"1:2"'])
-def test_a_field_ranged_by_a_refused_one_says_its_own_mistake_in_the_same_round(nodes):
-    errors = refused(f"nodes: {nodes}\nrecovery: {{enabled: true, min_nodes: \"1\"}}\n")
-    assert "nodes" in errors, errors
+@pytest.mark.parametrize("nodes, enabled", [('"2"', "true"), ("two", "true"), ('"1:2"', "true"), ("2", "yes")])
+def test_a_field_ranged_by_a_refused_one_says_its_own_mistake_in_the_same_round(nodes, enabled):
+    errors = refused(f"nodes: {nodes}\nrecovery: {{enabled: {enabled}, min_nodes: \"1\"}}\n")
+    assert ("recovery.enabled" if enabled == "yes" else "nodes") in errors, errors
     assert errors["recovery.min_nodes"].problem == "got the string '1'; write 1 without quotes", errors
 
 

@@ -26,11 +26,13 @@ def recovery(r: Reader, top: Fields, nodes: "NodeRange | None") -> "tuple[Recove
     nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in). ``nodes``
     None: the count was refused; the section's own fields are read, the checks against the count are not."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
+    before = r.kept
     enabled = boolean(r, f, "enabled", False)
+    switch_refused = r.kept != before  # min_nodes' own mistakes are still said beside it (walk16 A10)
     folder_node = f.get("checkpoint_dir")
     folder = None if folder_node is None else r.field(lambda: _checkpoint_dir(r, folder_node), None)
     spares = integer(r, f, "spares", 0, *RANGES["spares"])
-    fewest = _min_nodes(r, f, nodes) if enabled else None
+    fewest = _min_nodes(r, f, nodes) if enabled or switch_refused else None
     if enabled and nodes is not None:
         nodes = _training(r, top, f, nodes, spares, fewest)
     made = Recovery(
