@@ -59,7 +59,7 @@ label = st.from_regex(r"[a-z]([-a-z0-9]{0,14}[a-z0-9])?", fullmatch=True)
 env_name = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
     lambda k: not k.startswith("NODEWEAVE_") and k not in ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT",
                                                              "POD_NAME", "POD_NAMESPACE", "POD_IP"))
-quantity = st.builds(lambda n, unit: f"{n}{unit}", st.integers(1, 999), st.sampled_from(["Gi", "Ti", "Mi", "G", ""]))
+quantity = st.builds(lambda n, unit: f"{n}{unit}", st.integers(1, 999), st.sampled_from(["Gi", "Ti", "Mi", "G"]))
 label_value = st.from_regex(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?)?", fullmatch=True)
 label_key = st.from_regex(r"([a-z0-9]{1,8}(\.[a-z0-9]{1,8}){0,2}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?", fullmatch=True)
 VARIANTS = known_variants() or ["cpu", "cuda12", "rocm70"]

@@ -145,7 +145,7 @@ def test_validate_render_and_up_say_how_many_nodes_start_and_how_to_start_fewer(
 
 
 def test_recovery_min_nodes_is_checked_against_nodes_and_the_launcher():
-    assert "recovery.min_nodes: got '5'; accepted: an integer from 1 to 3" in refusal(
+    assert "recovery.min_nodes: got 5; accepted: an integer from 1 to 3 (nodes)" in refusal(
         RECOVERING.replace("min_nodes: 2", "min_nodes: 5"), base="")
     message = refusal(RECOVERING.replace("{script: t.py}", "{script: t.py, type: deepspeed}"), base="")
     assert "recovery.min_nodes: makes the job elastic (2:3), which needs launcher.type torchrun" in message

@@ -157,7 +157,7 @@ CASES = [
     (text("kubernetes: {ingress_from: [{ports: [9090]}]}\n"), 4, "kubernetes.ingress_from[0]", "names no pods",
      "pod_labels and/or namespace_labels"),
     (text("kubernetes: {ingress_from: [{pod_labels: {app: x}, ports: [0]}]}\n"), 4, "kubernetes.ingress_from[0].ports[0]",
-     "'0'", "1 to 65535"),
+     "got 0", "1 to 65535"),
     (text("kubernetes: {ingress_from: [{pod_labels: {'a b': x}}]}\n"), 4, "kubernetes.ingress_from[0].pod_labels.a b",
      "'a b'", "label key"),
     (text("kubernetes: {build: {source: git}}\n"), 4, "kubernetes.build.git", "is required with source git", "repository URL"),

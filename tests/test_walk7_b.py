@@ -263,7 +263,7 @@ def test_b10_a_malformed_node_count_is_named_before_the_recovery_rule(tmp_path, 
     line = cli_run.one_line(run.stderr)
     assert f"node count must be N or MIN:MAX in plain decimal digits, got {value!r} (from NODEWEAVE_NNODES)" in line
     assert "spares" not in line, line  # not the recovery rule reading it loosely as 1
-    assert "MIN:MAX (e.g. 2:4)" in line
+    assert "MIN:MAX with MIN <= MAX (e.g. 2:4)" in line
 
 
 def test_b10_the_same_count_with_spares_gives_the_same_refusal(tmp_path):

@@ -141,7 +141,8 @@ def test_every_node_of_the_specs_largest_recovery_job_plans_its_role(tmp_path, r
     assert plan["role"]["kind"] == kind, plan["role"]
     out = cli_run.run(argv, cwd=tmp_path, env=dict(env, NODEWEAVE_NNODES="2049"), capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert "node count must be at most 2048, got '2049' (from NODEWEAVE_NNODES); accepted: 1 to 2048" in out.stdout + out.stderr
+    assert ("node count must be at most 2048, got '2049' (from NODEWEAVE_NNODES); accepted: N (e.g. 2) or MIN:MAX "
+            "with MIN <= MAX (e.g. 2:4), whole numbers from 1 to 2048") in out.stdout + out.stderr
 
 
 # --- B16: top of a large job ------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def entrypoint_refusal(env: dict, argv=()) -> str:
 INDEPENDENT = {
     "name": ("name: Bad_Name\n", "name: got 'Bad_Name'"),
     "image": ("image: {variant: cuda99}\n", "image.variant"),
-    "nodes": ("nodes: 0\n", "nodes: got '0'"),
+    "nodes": ("nodes: 0\n", "nodes: got 0"),
     "gpus_per_node": ("gpus_per_node: many\n", "gpus_per_node: got 'many'"),
     "launcher": ("launcher: {script: t.py, master_port: 99999}\n", "launcher.master_port"),
     "workspace": ("workspace: {path: relative}\n", "workspace.path"),

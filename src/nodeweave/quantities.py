@@ -28,6 +28,14 @@ def docker_bytes(text: str) -> str:
     return f"{amount}b"
 
 
+def binary_size(count: int) -> str:
+    """A byte count in the largest binary unit it is a whole number of: 1073741824 -> ``1Gi``, 1536 -> ``3Ki``."""
+    for unit in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        if count and count % SUFFIXES[unit] == 0:
+            return f"{count // SUFFIXES[unit]}{unit}"
+    return str(count)
+
+
 def docker_cpus(text: str) -> str:
     """A CPU quantity as compose's ``cpus``: ``8`` -> ``8``, ``500m`` -> ``0.5``."""
     return format(value(text).normalize(), "f")

@@ -62,6 +62,8 @@ def rule_string(r: Reader, node: Node, path: str, rule: rules.Rule) -> str:
     if not rule.numbers:
         r.refuse_number(node, path, rule.accepted, rule.check)
     value = r.string(node, path, rule.accepted)
+    if rule.sized and rules.unitless(value):
+        raise r.fail(node, path, rules.unitless_problem(value), f"{rule.accepted}: write {value}Gi or {value}Mi")
     if not rule.check(value):
         raise r.bad_value(node, path, rule.accepted)
     return value

@@ -77,6 +77,9 @@ def shown(node: Optional[Node]) -> str:
         return "a list"
     if node.tag == _NULL:
         return "null"
+    if node.style is None and _RESOLVER.resolve(ScalarNode, node.value, (True, False)) in (_INT, _FLOAT):
+        # a number as a number, bare (walk16 A20: "got '-1'" read as the string '-1')
+        return node.value if len(node.value) <= 80 else node.value[:77] + "..."
     from nodeweave.entrypoint.quoting import as_typed
 
     text = as_typed(node.value)  # one backslash as typed, not repr's two (walk6 W15)
@@ -164,10 +167,15 @@ class Reader:
             raise self.fail(node, path, "contains a NUL character, which no argument, variable or path can hold", accepted)
         return node.value
 
-    def integer(self, node: Node, path: str, low: int, high: Optional[int] = None, unit: Optional[str] = None) -> int:
+    def integer(self, node: Node, path: str, low: int, high: Optional[int] = None, unit: Optional[str] = None,
+                accepted: Optional[str] = None) -> int:
         """A whole number in bounds; ``unit`` ("seconds"), when it counts one, is said in the refusal with what a
-        value written with a unit (``5m``) is in it (walk7 B3), as the entrypoint's variables say it."""
+        value written with a unit (``5m``) is in it (walk7 B3), as the entrypoint's variables say it.
+        ``accepted``: the field's own words, where it takes more than this number (``gpus_per_node``'s auto), said
+        by every refusal of it: its type check's and its range check's alike (walk16 A20)."""
         bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        if accepted is not None:
+            bounds = accepted
         if unit == "seconds":
             from nodeweave.entrypoint.planning.contract import as_seconds
 

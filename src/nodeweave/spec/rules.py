@@ -24,6 +24,8 @@ class Rule:
     # a plain YAML number is one of its values (8 cores, a tag 2024, a Slurm time of 60 minutes); a name or a path
     # is not, and is refused in a field of one, as a quoted number is in a number's (walk15 A2)
     numbers: bool = False
+    # a size in bytes: a number without its unit (memory: 256) is refused, naming the unit to add (walk16 A8)
+    sized: bool = False
 
 
 def _full(pattern: str) -> Callable[[str], bool]:
@@ -107,11 +109,23 @@ ENV_NAME = Rule(
     "an environment variable name: ASCII letters, digits and '_', not starting with a digit",
 )
 
-# Kubernetes resource.Quantity, the binary/decimal suffixes people use for storage.
+# Kubernetes resource.Quantity, the binary/decimal suffixes people use for storage and memory, the unit written:
+# Kubernetes reads a bare number as bytes, and nobody means a 500-byte claim or 256 bytes of memory (walk16 A8).
+_BARE_NUMBER = r"[0-9]+(\.[0-9]+)?"
 QUANTITY = Rule(
-    _full(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"),
-    "a Kubernetes quantity such as 100Gi, 500G or 2Ti", numbers=True,
+    _full(rf"{_BARE_NUMBER}(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)"),
+    "a size with its unit, a Kubernetes quantity such as 100Gi, 500G or 2Ti", numbers=True, sized=True,
 )
+
+
+def unitless(value: str) -> bool:
+    """A size written without its unit (``256``), which Kubernetes would read as bytes."""
+    return re.fullmatch(_BARE_NUMBER, value) is not None
+
+
+def unitless_problem(value: str) -> str:
+    """The refusal's words for a size without its unit: what Kubernetes would make of it."""
+    return f"{value} has no unit, and Kubernetes reads a bare number as bytes ({value} bytes)"
 
 # Linux IFNAMSIZ is 16 including the NUL; '/', ':' and whitespace are not allowed.
 INTERFACE = Rule(

@@ -43,11 +43,16 @@ class ReplicasWanted(Exception):
         self.name, self.namespace = name, namespace
 
 
+def nnodes_accepted(most=NODES_MAX, example="2:4"):
+    """What a node count accepts, said alike by every refusal of its form (digits, 1 or more, MIN <= MAX)."""
+    return (f"N (e.g. 2) or MIN:MAX with MIN <= MAX (e.g. {example}), whole numbers from 1 to {most} in plain "
+            "decimal digits (not 02, +2 or another script's digits)")
+
+
 def normalize_nnodes(text, source, most=NODES_MAX):
     """("N" or "MIN:MAX", MIN, MAX) of a node count; UsageError naming the source. ``most``: the spec's range
     for ``nodes``, or, for a recovery job's containers (training nodes + spares), that plus the spares: the
     spec bounds ``nodes`` and ``recovery.spares`` each alone (walk7 B17: every node of 2048 + 64 refused)."""
-    accepted = "N (e.g. 2) or MIN:MAX (e.g. 2:4), whole numbers of 1 or more"
     if str(text) != str(text).strip():  # walk8 B2: ' 2' was stripped and taken
         raise edge_space_refusal(text, "node count", source, f"{str(text).strip()!r}, with nothing around it")
     lo, colon, hi = str(text).partition(":")
@@ -55,14 +60,14 @@ def normalize_nnodes(text, source, most=NODES_MAX):
         dashed = str(text).strip().split("-")
         example = ":".join(dashed) if len(dashed) == 2 and all(plain_int(p) for p in dashed) else "2:4"
         raise UsageError(f"node count must be N or MIN:MAX in plain decimal digits, got {text!r} (from {source}); "
-                         f"accepted: a whole number (e.g. 2; not 02, +2 or another script's digits), or MIN:MAX "
-                         f"(e.g. {example})")
+                         f"accepted: {nnodes_accepted(most, example)}")
     lo_n, hi_n = int(lo), int(hi) if colon else int(lo)
     if lo_n < 1 or hi_n < 1:  # walk8 B1: -2 was "must be ≥ 0", 0 "at least 1": one bound, one line
         raise UsageError(f"node count must be a whole number of 1 or more, got {text!r} (from {source}); "
-                         f"accepted: {accepted}")
-    if hi_n < lo_n:
-        raise UsageError(f"maximum nodes ({hi_n}) must be >= minimum nodes ({lo_n}) in {text!r} (from {source})")
+                         f"accepted: {nnodes_accepted(most)}")
+    if hi_n < lo_n:  # walk16 B13: the one refusal of the count that said nothing accepted
+        raise UsageError(f"maximum nodes ({hi_n}) must be >= minimum nodes ({lo_n}) in {text!r} (from {source}); "
+                         f"accepted: {nnodes_accepted(most, f'{hi_n}:{lo_n}')}")
     if hi_n > most:  # the spec's range for `nodes` (and, under recovery, its spares besides)
         if most == SCHEDULED_NODES_MAX:
             raise UsageError(f"node count must be at most {most}, got {text!r} (from {source}): more nodes than "
@@ -70,7 +75,7 @@ def normalize_nnodes(text, source, most=NODES_MAX):
         raise UsageError(f"node count must be at most {most}, got {text!r} (from {source})"
                          + (f"; accepted: 1 to {most} ({NODES_MAX} training nodes, or, under recovery on a "
                             "scheduler's allocation, its count less the spares; the spares besides)"
-                            if most != NODES_MAX else f"; accepted: 1 to {NODES_MAX}, or MIN:MAX within it")
+                            if most != NODES_MAX else f"; accepted: {nnodes_accepted()}")
                          + f" (a typed count; a scheduler's own count, such as SLURM_NNODES or a hostfile's lines, "
                            f"may go to {SCHEDULED_NODES_MAX})")
     return (str(lo_n) if lo_n == hi_n else f"{lo_n}:{hi_n}"), lo_n, hi_n
@@ -101,7 +106,8 @@ def _spares(settings):
 _read_port = read_port  # the one port reader (contract): its bounds, 1..65535, in every refusal (walk9 B27)
 
 
-NPROC_ACCEPTED = "a whole number in plain decimal digits (e.g. 8; not 08, +8 or -0), or auto (the usable GPUs; 1 on CPU)"
+NPROC_ACCEPTED = (f"a whole number from 1 to {NPROC_MAX} in plain decimal digits (e.g. 8; not 08, +8 or -0), or auto "
+                  "(the usable GPUs; 1 on CPU)")
 
 
 def _read_nproc(node):
@@ -122,7 +128,8 @@ def _read_nproc(node):
         if count < 1:
             raise UsageError(f"{what} must be 1 or more, got {text!r} (from {source}); accepted: {NPROC_ACCEPTED}")
         if count > NPROC_MAX:  # the spec's range for gpus_per_node
-            raise UsageError(f"{what} must be at most {NPROC_MAX} (or auto), got {count} (from {source})")
+            raise UsageError(f"{what} must be at most {NPROC_MAX} (or auto), got {text!r} (from {source}); "
+                             f"accepted: {NPROC_ACCEPTED}")
         return count
     return read
 

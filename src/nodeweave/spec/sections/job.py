@@ -37,7 +37,7 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
     if ":" not in str(getattr(node, "value", "")):  # MIN:MAX (YAML 1.1's base 60) is the elastic range
         r.refuse_unplain_int(node, "nodes", NODES_ACCEPTED)
     if r.is_int(node):
-        count = r.integer(node, "nodes", 1, NODES_MAX)
+        count = r.integer(node, "nodes", 1, NODES_MAX, accepted=NODES_ACCEPTED)
         return NodeRange(count, count)
     text = r.string(node, "nodes", NODES_ACCEPTED).strip()
     low, sep, high = text.partition(":")
@@ -59,7 +59,7 @@ def gpus(r: Reader, node: Optional[Node]):
     r.refuse_quoted(node, "gpus_per_node", GPUS_ACCEPTED)
     r.refuse_unplain_int(node, "gpus_per_node", GPUS_ACCEPTED)
     if r.is_int(node):
-        return r.integer(node, "gpus_per_node", 1, NPROC_MAX)
+        return r.integer(node, "gpus_per_node", 1, NPROC_MAX, accepted=GPUS_ACCEPTED)
     if r.string(node, "gpus_per_node", GPUS_ACCEPTED) != "auto":
         raise r.bad_value(node, "gpus_per_node", GPUS_ACCEPTED)
     return "auto"

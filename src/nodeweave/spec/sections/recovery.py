@@ -26,12 +26,15 @@ def recovery(r: Reader, top: Fields, nodes: "NodeRange | None") -> "tuple[Recove
     nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in). ``nodes``
     None: the count was refused; the section's own fields are read, the checks against the count are not."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
+    before = r.kept
     enabled = boolean(r, f, "enabled", False)
+    switch_refused = r.kept != before  # min_nodes' own mistakes are still said beside it (walk16 A10)
     folder_node = f.get("checkpoint_dir")
     folder = None if folder_node is None else r.field(lambda: _checkpoint_dir(r, folder_node), None)
     spares = integer(r, f, "spares", 0, *RANGES["spares"])
+    fewest = _min_nodes(r, f, nodes) if enabled or switch_refused else None
     if enabled and nodes is not None:
-        nodes = _training(r, top, f, nodes, spares)
+        nodes = _training(r, top, f, nodes, spares, fewest)
     made = Recovery(
         enabled=enabled,
         spares=spares,
@@ -57,19 +60,28 @@ def _checkpoint_dir(r: Reader, node) -> str:
     return folder
 
 
-def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int) -> NodeRange:
+def _min_nodes(r: Reader, f: Fields, nodes: "NodeRange | None") -> "int | None":
+    """``min_nodes``, read whatever ``nodes`` is: its own mistakes (a quoted number, a word) are said in the same
+    round as a refused ``nodes``; only its range needs the count (walk16 A10: "1" was told after nodes was fixed).
+    None: not given, or refused (kept)."""
+    node = f.get("min_nodes")
+    if node is None:
+        return None
+    most = None if nodes is None else nodes.max
+    accepted = f"an integer from 1 to {most} (nodes)" if most is not None else "an integer from 1 to nodes"
+    return r.field(lambda: r.integer(node, "recovery.min_nodes", 1, most, accepted=accepted), None)
+
+
+def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int, fewest: "int | None") -> NodeRange:
     """With recovery on, every training node starts (node 0 decides who trains each generation), so ``nodes`` must
     say that count: an elastic range, which torchrun reads as "start MIN, admit up to MAX", is refused rather
     than silently starting MAX. ``min_nodes`` keeps the elastic floor: the job goes on with as few."""
-    if nodes.elastic:
+    if nodes.elastic:  # kept, not raised: min_nodes' own refusal is said in the same round
         extra = f" + {spares} spare(s)" if spares else ""
-        raise r.fail(top.get("nodes"), "nodes", f"the elastic range {nodes} under recovery would start all {nodes.max} "
-                     f"nodes{extra}, not {nodes.min} as torchrun starts it: recovery starts every training node and "
-                     "shrinks the job as nodes are lost", f"the nodes to start as a count, and the fewest to go on "
-                     f"with as recovery.min_nodes: nodes: {nodes.max} with recovery.min_nodes: {nodes.min} (starts "
-                     f"{nodes.max}), or nodes: {nodes.min} (starts {nodes.min})")
-    node = f.get("min_nodes")
-    if node is None:
+        r.keep(r.fail(top.get("nodes"), "nodes", f"the elastic range {nodes} under recovery would start all "
+                      f"{nodes.max} nodes{extra}, not {nodes.min} as torchrun starts it: recovery starts every "
+                      "training node and shrinks the job as nodes are lost", f"the nodes to start as a count, and "
+                      f"the fewest to go on with as recovery.min_nodes: nodes: {nodes.max} with recovery.min_nodes: "
+                      f"{nodes.min} (starts {nodes.max}), or nodes: {nodes.min} (starts {nodes.min})"))
         return nodes
-    fewest = r.integer(node, "recovery.min_nodes", 1, nodes.max)
-    return NodeRange(fewest, nodes.max)
+    return nodes if fewest is None else NodeRange(fewest, nodes.max)

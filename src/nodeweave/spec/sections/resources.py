@@ -12,7 +12,7 @@ from typing import Dict, Mapping, Optional
 
 from yaml.nodes import Node
 
-from nodeweave.quantities import value as quantity_value
+from nodeweave.quantities import binary_size, value as quantity_value
 from nodeweave.spec import rules
 from nodeweave.spec.fields import count_map, rule_string
 from nodeweave.spec.model import Resources
@@ -70,6 +70,11 @@ def _hugepages(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
     def pages(key: str, key_path: str, value_node: Node) -> str:
         if not rules.HUGEPAGE_SIZE.check(key):
             raise r.fail(value_node, key_path, f"page size {key!r} is invalid", rules.HUGEPAGE_SIZE.accepted)
+        written = str(getattr(value_node, "value", "")).strip()
+        if written.isascii() and written.isdigit():  # a count of pages, as people say it: the size it comes to
+            raise r.fail(value_node, key_path, f"{rules.unitless_problem(written)}, not pages",
+                         f"the pages' total size with its unit, a multiple of {key}: {written} pages of {key} is "
+                         f"{binary_size(int(written) * int(quantity_value(key)))}")
         amount = rule_string(r, value_node, key_path, rules.QUANTITY)
         if quantity_value(amount) % quantity_value(key):
             raise r.fail(value_node, key_path, f"{amount} is not a whole number of {key} pages",
