@@ -1,0 +1,25 @@
+"""walk16 rows fixed by fix18g, one test per class (the row's class, not the row)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_a_line_quoted_from_a_node_holds_no_control_sequence(tmp_path):
+    """walk16a A24: a rank's coloured last line (rich, loguru, colorama) was the "last line" of `runs show` raw,
+    `\\x1b[32mOK\\x1b[0m` in the table and the JSON, replaying any escape a rank printed into the user's terminal.
+    Every pick of a node's line (last line, cause, script error, peer gone, the tail relayed) reads it plain."""
+    from nodeweave.cli.runs import _last_line
+    from nodeweave.entrypoint.checkin.heartbeat import describe
+    from nodeweave.entrypoint.running import symptoms
+
+    log = tmp_path / "node-0.log"
+    log.write_text("\x1b[32mOK\x1b[0m\n" + "=" * 60 + "\n\n" + "-" * 60 + "\n")
+    assert _last_line(log) == "OK"
+    raised = "Traceback (most recent call last):\n\x1b[31mValueError: bad \x1b]0;owned\x07value\x1b[0m\n"
+    assert symptoms.cause(raised) == "ValueError: bad value"
+    assert symptoms.script_error(raised)["line"] == "ValueError: bad value"
+    assert symptoms.secondary("\x1b[1mRuntimeError: Connection reset by peer\x1b[0m") == \
+        "RuntimeError: Connection reset by peer"
+    assert describe({"how": "exited 1", "tail": ["\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x07done"]}) == \
+        ["exited 1", "its last output:", "  | link done"]
