@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cli_run import in_process as run_cli, one_line
+
 
 def test_a_line_quoted_from_a_node_holds_no_control_sequence(tmp_path):
     """walk16a A24: a rank's coloured last line (rich, loguru, colorama) was the "last line" of `runs show` raw,
@@ -23,3 +25,20 @@ def test_a_line_quoted_from_a_node_holds_no_control_sequence(tmp_path):
         "RuntimeError: Connection reset by peer"
     assert describe({"how": "exited 1", "tail": ["\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x07done"]}) == \
         ["exited 1", "its last output:", "  | link done"]
+
+
+@pytest.mark.parametrize("words, said", [
+    (("exec", "--timeout", "5", "m", "--", "true"), "'m' after --timeout 5: a duration is one word, its number and "
+                                                    "unit together; write --timeout 5m"),
+    (("exec", "--timeout=5", "s", "true"), "write --timeout 5s"),
+    (("logs", "--since", "2", "h"), "'h' after --since 2: a duration is one word"),
+    (("exec", "--node", "1", "2", "--", "true"), "'2' follows `--node 1` before `--`"),
+])
+def test_a_stray_word_after_an_option_value_is_no_program(capsys, monkeypatch, tmp_path, words, said):
+    """walk16a A27: `exec --timeout 5 m -- true` offered `nodeweave exec [OPTIONS] -- m true`, a program `m` on every
+    node, composed from the duration's stray unit (and `exec --timeout 5 m true` took `m` as the program). A word
+    after an option's value is said as what it is; no command is composed from it."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, *words)
+    assert code == 2 and said in one_line(err), err
+    assert "-- m" not in err and "-- 2" not in err and "[OPTIONS]" not in err
