@@ -42,3 +42,28 @@ def test_a_stray_word_after_an_option_value_is_no_program(capsys, monkeypatch, t
     code, out, err = run_cli(capsys, *words)
     assert code == 2 and said in one_line(err), err
     assert "-- m" not in err and "-- 2" not in err and "[OPTIONS]" not in err
+
+
+@pytest.mark.parametrize("words, said", [
+    (("status", "-a"), "`nodeweave status` already lists every node of the spec, a stopped or missing one too"),
+    (("down", "--remove-orphans"), "`nodeweave down` takes down the nodes and network `up` made"),
+    (("logs", "--until=1m"), "--since DURATION takes the last DURATION"),
+    (("diff",), "`nodeweave render --diff`"),
+])
+def test_other_tools_words_are_answered_and_render_diffs(capsys, monkeypatch, tmp_path, repo_root, words, said):
+    """walk16a A25: `render --diff` (kubectl diff), `status -a`, `down --remove-orphans`, `logs --until` were each
+    "no such option" with no hint, and `render --dry-run` said "changed" but nothing showed what. Each is answered
+    from the habits table; `render --diff` prints the unified diff of each file it would change, writing nothing."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, *words)
+    assert code == 2 and said in one_line(err), err
+    (tmp_path / "nodeweave.yaml").write_text((repo_root / "nodeweave.yaml").read_text())
+    assert run_cli(capsys, "render", "compose")[0] == 0
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(spec.read_text().replace("name: ", "name: diffed-", 1))
+    before = {p: p.read_bytes() for p in (tmp_path / "compose").rglob("*") if p.is_file()}
+    code, out, err = run_cli(capsys, "render", "compose", "--diff")
+    assert code == 0, err
+    assert "--- a/compose/" in out and "+++ b/compose/" in out and "\n+" in out and "diffed-" in out, out
+    assert "nothing written (--diff)" in err
+    assert before == {p: p.read_bytes() for p in (tmp_path / "compose").rglob("*") if p.is_file()}
