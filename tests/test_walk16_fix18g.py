@@ -67,3 +67,38 @@ def test_other_tools_words_are_answered_and_render_diffs(capsys, monkeypatch, tm
     assert "--- a/compose/" in out and "+++ b/compose/" in out and "\n+" in out and "diffed-" in out, out
     assert "nothing written (--diff)" in err
     assert before == {p: p.read_bytes() for p in (tmp_path / "compose").rglob("*") if p.is_file()}
+
+
+def test_the_shipped_demo_says_what_it_needs_outside_its_checkout(tmp_path):
+    """walk16a A28: examples/ copied into a project of one's own (README's "Your own project"), `bash
+    examples/demo.sh` ran until bash met what only the checkout has: `.venv/bin/nodeweave` or `.ci/make-base-image.sh:
+    No such file or directory`, exit 127. It says what it needs first, exit 3, with what to do instead."""
+    import shutil
+    import subprocess
+    import sys
+
+    from cli_run import REPO
+
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples", project / "examples")
+    shutil.copy2(REPO / "nodeweave.yaml", project / "nodeweave.yaml")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("bash", "dirname"):
+        (tools / name).symlink_to(shutil.which(name))
+    (tools / "podman").write_text("#!/bin/sh\nexit 0\n")  # an engine that answers
+    (tools / "podman").chmod(0o755)
+    env = {"PATH": str(tools), "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", "examples/demo.sh"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3 and ".venv/bin/nodeweave not found" in done.stderr and "make cli" in done.stderr, \
+        done.stderr
+    venv = project / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    for name, module in (("nodeweave", "nodeweave"), ("nodeweave-entrypoint", "nodeweave.entrypoint")):
+        (venv / name).write_text(f'#!/bin/sh\nPYTHONPATH={REPO / "src"} exec {sys.executable} -m {module} "$@"\n')
+        (venv / name).chmod(0o755)
+    done = subprocess.run(["bash", "examples/demo.sh"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3 and "is no nodeweave checkout (.ci/ not found)" in done.stderr, done.stderr
+    assert "nodeweave init" in done.stderr and "No such file" not in done.stderr and not done.stdout.strip()
