@@ -102,3 +102,24 @@ def test_the_shipped_demo_says_what_it_needs_outside_its_checkout(tmp_path):
                           timeout=120)
     assert done.returncode == 3 and "is no nodeweave checkout (.ci/ not found)" in done.stderr, done.stderr
     assert "nodeweave init" in done.stderr and "No such file" not in done.stderr and not done.stdout.strip()
+
+
+@pytest.mark.parametrize("words, said", [
+    (("run", "--runs-dir", "runs/sub", "--dry-run", "--", "train.py"), "--runs-dir runs/sub: it is inside"),
+    (("check", "--runs-dir", "runs/sub", "--dry-run"), "--runs-dir runs/sub: it is inside"),
+    (("bench", "--json-out", "runs/sub/x.json", "--dry-run"), "--json-out runs/sub/x.json: it is inside"),
+    (("render", "--out", "runs/sub", "--dry-run"), "runs/sub: it is inside"),
+])
+def test_one_rule_for_a_path_inside_the_run_store(capsys, monkeypatch, tmp_path, repo_root, words, said):
+    """walk16a A30: `run --runs-dir runs/sub` was taken, and a run there never listed by `runs ls`, while `render --out
+    runs/x` was refused and `bench --json-out runs/sub/x.json` called runs/sub "a run folder". One rule
+    (``failures.in_runs_store``) refuses a path inside runs/ for every option, naming the folder as what it is."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text((repo_root / "nodeweave.yaml").read_text())
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "runs" / "sub").mkdir(parents=True)
+    code, out, err = run_cli(capsys, *words)
+    line = one_line(err)
+    assert code == 2 and said in line and "in the folder sub (`nodeweave runs ls` reads each folder there as one run" \
+        in line and "run folder" not in line.replace("run folders' store", ""), line
+    assert not (tmp_path / "runs" / "sub" / ".gitignore").exists() and not list((tmp_path / "runs" / "sub").iterdir())
