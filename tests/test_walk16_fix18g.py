@@ -67,6 +67,8 @@ def test_other_tools_words_are_answered_and_render_diffs(capsys, monkeypatch, tm
     assert "--- a/compose/" in out and "+++ b/compose/" in out and "\n+" in out and "diffed-" in out, out
     assert "nothing written (--diff)" in err
     assert before == {p: p.read_bytes() for p in (tmp_path / "compose").rglob("*") if p.is_file()}
+    code, out, err = run_cli(capsys, "render", "compose", "--dry-run")
+    assert code == 0 and "`nodeweave render --diff` shows what changes" in err, err
 
 
 def test_the_shipped_demo_says_what_it_needs_outside_its_checkout(tmp_path):

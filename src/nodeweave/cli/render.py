@@ -413,6 +413,8 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         _print_diff(files_phase, out_dir, prune)
     elif dry_run or check:
         _report(plan, fmt)
+        if dry_run and not is_data(fmt) and any(item.status == "changed" for item in files_phase.files):
+            tell("`nodeweave render --diff` shows what changes in each changed file")  # walk16a A25
     if check:
         if files_phase.stale:
             raise NodeweaveError(
