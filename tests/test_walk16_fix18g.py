@@ -125,3 +125,9 @@ def test_one_rule_for_a_path_inside_the_run_store(capsys, monkeypatch, tmp_path,
     assert code == 2 and said in line and "in the folder sub (`nodeweave runs ls` reads each folder there as one run" \
         in line and "run folder" not in line.replace("run folders' store", ""), line
     assert not (tmp_path / "runs" / "sub" / ".gitignore").exists() and not list((tmp_path / "runs" / "sub").iterdir())
+    made = tmp_path / "runs" / "sub" / "20261201T122241Z-proj"  # one an older nodeweave took: named, not hidden
+    made.mkdir()
+    (made / "run.json").write_text('{"run_id": "20261201T122241Z-proj", "job": "llama-pretrain", "nodes": []}')
+    code, out, err = run_cli(capsys, "runs", "ls", "-o", "json")
+    assert code == 0 and "runs/sub is no run: it holds 1 run(s) of its own" in err and \
+        "`nodeweave runs ls --runs-dir runs/sub` lists them" in err, err
