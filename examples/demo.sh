@@ -6,6 +6,8 @@
 # training script on both nodes (`nodeweave run`), show the run folder, take the cluster down.
 # Without an engine: render everything for the spec into build/demo, explain the entrypoint's plan for
 # this machine, and print the one command that installs an engine.
+# Exit 3 before anything runs without nodeweave in the venv's bin; with podman, outside a nodeweave checkout (.ci/)
+# or without podman-compose.
 # Usage: examples/demo.sh [SPEC]   (default the checkout's nodeweave.yaml; .venv/bin, or NODEWEAVE_VENV/bin as `make
 # demo VENV=...` passes it, must hold nodeweave; a relative SPEC or NODEWEAVE_VENV is read from where you type it)
 # A SPEC or NODEWEAVE_VENV given as a relative path is read from where the command was typed, not from the checkout
@@ -18,6 +20,14 @@ if [ -n "${1:-}" ]; then spec=$(typed "$1"); fi
 if [ -n "${NODEWEAVE_VENV:-}" ]; then bin=$(typed "$NODEWEAVE_VENV")/bin; fi
 cd "$(dirname "$0")/.."
 base=localhost/nodeweave-base:bookworm
+
+# What the demo needs, said before anything runs (walk16a A28: from examples/ copied into a project of one's own it
+# ran until bash met a missing file, exit 127): nodeweave in the venv's bin, and with an engine the checkout's .ci/.
+if [ ! -x "$bin/nodeweave" ] || [ ! -x "$bin/nodeweave-entrypoint" ]; then
+  echo "demo.sh: $bin/nodeweave not found: the demo runs nodeweave from the checkout's venv: make cli (it makes" \
+    ".venv with nodeweave[local]), or NODEWEAVE_VENV=DIR for a venv of yours that holds it" >&2
+  exit 3
+fi
 
 explain() {
   "$bin/nodeweave" render all --spec "$spec" --out build/demo
@@ -34,6 +44,13 @@ if ! command -v podman >/dev/null 2>&1 || ! podman info >/dev/null 2>&1; then
   echo "Install podman (as CI does) and run 'make demo' again to train on a 2-node local cluster:"
   echo "  bash .ci/setup-engine.sh"
   exit 0
+fi
+
+if [ ! -f .ci/make-base-image.sh ] || [ ! -f .ci/wheelhouse.sh ]; then
+  echo "demo.sh: $PWD is no nodeweave checkout (.ci/ not found): with an engine, examples/demo.sh builds the image" \
+    "with the nodeweave repository's .ci/ scripts (there: make demo); in a project of your own: nodeweave init," \
+    "nodeweave render all, nodeweave image build, nodeweave up --hold, nodeweave run (README, \"Your own project\")" >&2
+  exit 3
 fi
 
 # the local cluster's nodes are started by podman-compose: said before a minutes-long image build, not after it

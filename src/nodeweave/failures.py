@@ -308,11 +308,26 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
                     "and dotfiles): name a folder in it (~/proj)")
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
-    store = None if runs_ok else runs_store(path) or runs_store(real)
-    if store is not None:
-        return (f"it is inside {store}, the run folders' store beside the spec (`nodeweave runs ls` reads every "
-                "folder there as a run)")
+    for seen in dict.fromkeys((path, real)):  # runs_ok: the store itself may be named, never a folder inside it
+        store = runs_store(seen)
+        if store is not None and not (runs_ok and seen == store):
+            return f"it is {in_runs_store(seen, store)}"
     return None
+
+
+def in_runs_store(seen: Path, store: Path) -> str:
+    """"inside ``store``, ..." for a path in the run folders' store beside a spec, naming the folder of it that
+    holds ``seen`` as what it is (a run folder, a sweep's, or a folder that holds neither): one rule and one wording
+    for every option that names a path there (walk16a A30: ``--runs-dir runs/sub`` was taken, and its runs never
+    listed, while ``bench --json-out runs/sub/x.json`` called runs/sub "a run folder")."""
+    if seen == store:
+        return f"{store}, the run folders' store beside the spec (`nodeweave runs ls` reads every folder there as a run)"
+    top = store / seen.relative_to(store).parts[0]
+    kind = ("the run folder" if (top / "run.json").is_file() else "the sweep folder" if (top / "sweep.json").is_file()
+            else "the folder")
+    holds = "" if seen == top else f", which holds {seen}"
+    return (f"inside {store}, the run folders' store beside the spec: in {kind} {top.name}{holds} (`nodeweave runs ls` "
+            "reads each folder there as one run, and lists no run below it)")
 
 
 def own_file_problem(path: Path, spec: bool = False) -> "str | None":
@@ -337,9 +352,10 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
             return (f"it is in {store}, the run folders' store beside the spec, which is a symbolic link (to "
                     f"{os.readlink(store)}), and nodeweave never writes through a link; write it as "
                     f"{store.resolve() / os.path.relpath(os.path.abspath(path), store)} to keep it there")
-        if store is not None and (spec or seen != store):
-            where = store if seen == store else f"a run folder in {store}"
-            return (f"it is inside {where}, the run folders' store beside the spec, whose records nodeweave "
+        if store is not None and seen != store:
+            return f"it is {in_runs_store(seen, store)}"
+        if store is not None and spec:
+            return (f"it is inside {store}, the run folders' store beside the spec, whose records nodeweave "
                     "writes and `nodeweave runs ls` reads")
     return None
 

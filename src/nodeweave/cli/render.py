@@ -168,6 +168,8 @@ def render(
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
+    diff: bool = typer.Option(False, "--diff", help="print the unified diff of each file the render would write or "
+                              "change, as kubectl diff and git diff do; write nothing"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout (as -o json)"),
     output: str = output_option(),
     check: bool = typer.Option(False, "--check", help="write nothing; exit 4 when the files on disk differ from the spec"),
@@ -177,13 +179,17 @@ def render(
                                "kept and named"),
 ) -> None:
     """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
-    idle = [flag for flag, given in (("--force", force), ("--prune", prune), ("--dry-run", dry_run)) if given]
+    idle = [flag for flag, given in (("--force", force), ("--prune", prune), ("--dry-run", dry_run),
+                                     ("--diff", diff)) if given]
     if check and idle:  # each flag here is about writing, which --check never does (walk6 W71: --dry-run too)
         raise UsageError(f"--check writes nothing, so {idle[0]} would do nothing; give --check alone to compare, or "
                          "leave it off to write")
     if target not in (*TARGET_NAMES, "all"):
         raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
                          "(`nodeweave render --help` says what each renders)")
+    if diff and is_data(data_format(as_json, output)):
+        raise UsageError("--diff prints the changes as text (a unified diff); -o json or yaml prints the plan: give "
+                         "one of them")
     spec_path = find_spec(spec_path)
     seen = None
     if check and as_program():  # the last identical check's answer, when all it rested on is unchanged
@@ -201,7 +207,8 @@ def render(
             return
         seen = memo.watch(call) if call else None
     try:
-        _render_and_check(spec_path, target, out, (as_json, output), dry_run, check, force, prune, seen)
+        _render_and_check(spec_path, target, out, (as_json, output), dry_run or diff, check, force, prune, seen,
+                          diff=diff)
     finally:
         if seen is not None:
             from nodeweave.rendering import memo
@@ -362,7 +369,7 @@ def _refuse_checkpoint_out(spec, spec_path: Path, out_dir: Path) -> None:
 
 
 def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: "tuple[bool, str]", dry_run: bool,
-                      check: bool, force: bool, prune: bool, seen) -> None:
+                      check: bool, force: bool, prune: bool, seen, diff: bool = False) -> None:
     """Everything ``render`` does after the arguments are read; ``seen`` (a check watched for the memo): what
     the check read, kept with its answer when it finds nothing stale and says nothing else."""
     from nodeweave.rendering import MARK, plan_render, wanted_targets
@@ -402,8 +409,12 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         _note_new_dockerignore(files_phase, out_dir, planned=True)
         _note_kept_dockerignore(files_phase, out_dir, planned=True)
     fmt = data_format(*output)
-    if dry_run or check:
+    if diff:
+        _print_diff(files_phase, out_dir, prune)
+    elif dry_run or check:
         _report(plan, fmt)
+        if dry_run and not is_data(fmt) and any(item.status == "changed" for item in files_phase.files):
+            tell("`nodeweave render --diff` shows what changes in each changed file")  # walk16a A25
     if check:
         if files_phase.stale:
             raise NodeweaveError(
@@ -447,6 +458,35 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         typer.echo(f"nodeweave: note: kept {_shown(files_phase.kept)}: no renderer makes them any more, but they "
                    "changed since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)",
                    err=True)
+
+
+def _print_diff(files_phase, out_dir: Path, prune: bool) -> None:
+    """Each file the render would write as a unified diff against what is on disk (``--dry-run`` says "changed",
+    not what changed: walk16a A25); a new file against /dev/null, a pruned one to it, bytes that are no text in
+    one line, as git diff says them. The counts follow on stderr, as a dry run's do."""
+    import difflib
+
+    from nodeweave.entrypoint import bounded
+
+    for item in files_phase.files:
+        if item.status not in ("new", "changed") and not (prune and item.status == "obsolete"):
+            continue
+        path = out_dir / item.path
+        old = b"" if item.status == "new" else bounded.read_bytes(path, bounded.RENDERED_CAP, "a rendered file")
+        new = b"" if item.status == "obsolete" else item.content or b""
+        before = "/dev/null" if item.status == "new" else f"a/{item.path}"
+        after = "/dev/null" if item.status == "obsolete" else f"b/{item.path}"
+        try:
+            old_text, new_text = old.decode("utf-8"), new.decode("utf-8")
+        except UnicodeDecodeError:
+            typer.echo(f"Binary files {before} and {after} differ")
+            continue
+        typer.echo("".join(difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True), before, after))
+                   .rstrip("\n"))
+    counts = files_phase.counts()
+    where = os.path.relpath(files_phase.out)
+    tell((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") +
+         f" in {files_phase.out if where.startswith('..') else where}; nothing written (--diff)")
 
 
 def _note_kept_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:

@@ -71,6 +71,7 @@ def ls_command(
     every = list_runs(parent)
     rows = [e.summary() for e in list_runs(parent, job)] if job is not None else [e.summary() for e in every]
     output = data_format(as_json, output)
+    _note_stores_below(parent, every)
     if emit_names((row.get("run") for row in rows), output):  # walk11 A10: the ids alone, for a script's loop
         return
     if emit(rows, output):
@@ -84,6 +85,23 @@ def ls_command(
     _console().print(table)
     if not rows:
         typer.echo(f"nodeweave: {_none_listed(parent, job, every)}", err=True)
+
+
+def _note_stores_below(parent: Path, every) -> None:
+    """A folder in ``parent`` that is no run but holds runs of its own (a ``--runs-dir runs/sub`` an older nodeweave
+    took), named on stderr: its runs are listed nowhere else (walk16a A30; ``failures.in_runs_store`` now refuses
+    such a --runs-dir)."""
+    import os
+    import shlex
+
+    from nodeweave.runs.history import list_runs
+
+    listed = {entry.path for entry in every}
+    for folder in sorted(p for p in parent.iterdir() if p.is_dir() and p not in listed) if parent.is_dir() else ():
+        count = len(list_runs(folder))
+        if count:
+            typer.echo(f"nodeweave: note: {folder} is no run: it holds {count} run(s) of its own, not listed here; "
+                       f"`nodeweave runs ls --runs-dir {shlex.quote(os.path.relpath(folder))}` lists them", err=True)
 
 
 def _judge_job(job: str) -> None:

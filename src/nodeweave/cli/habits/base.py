@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from nodeweave.cli.habits.coercion import use_plain_conversion
+from nodeweave.cli.habits.coercion import refuse_split_durations, use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts, refuse_two_formats
 from nodeweave.cli.habits.output import refuse_folder_spellings
 from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
@@ -119,6 +119,7 @@ class NodeweaveCommand(TyperCommand):
         args = short_options_with_equals(self, args)
         given = list(args)  # click's parser consumes the list
         refuse_swallowed_flags(self, ctx.command_path, given)  # first: every later check pairs options and values
+        refuse_split_durations(self, given)
         refuse_both_sides(self, given)
         refuse_said_twice(self, given)
         refuse_folder_spellings(self, given)

@@ -290,3 +290,26 @@ def use_plain_conversion(params) -> None:
             plain = plain_runtime_param(param)
             if plain is not None:
                 param._runtime_param = plain
+
+
+def refuse_split_durations(command, args) -> None:
+    """A duration typed with a space in it (``--timeout 5 m``): its unit is a stray word, which a verb would take
+    as its command's program (``exec``: ``m``) or an extra argument; said as what it is, the option written whole
+    (walk16a A27: the hint offered ``-- m true``, a program ``m`` on every node). Only before ``--``."""
+    from nodeweave.errors import UsageError
+    from nodeweave.quantities import seconds
+
+    durations = {name for param in getattr(command, "params", ()) if getattr(param, "param_type_name", "") == "option"
+                 and (getattr(getattr(getattr(param, "type_descriptor", None), "parameter_info", None), SECONDS_MARK,
+                              False) or "DURATION" in (param.help or ""))  # seconds_option's, or logs --since
+                 for name in param.opts}
+    words = args[:args.index("--")] if "--" in args else list(args)
+    for index, word in enumerate(words):
+        name, equals, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name not in durations:
+            continue
+        value, stray = (value, index + 1) if equals else (words[index + 1] if index + 1 < len(words) else "", index + 2)
+        unit = words[stray] if stray < len(words) else ""
+        if re.fullmatch(r"[0-9.]+", value) and re.fullmatch(r"[hms]", unit.strip()) and seconds(value + unit.strip()):
+            raise UsageError(f"{unit!r} after {name} {value}: a duration is one word, its number and unit together; "
+                             f"write {name} {value}{unit.strip()}")

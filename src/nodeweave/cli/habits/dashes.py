@@ -65,6 +65,11 @@ class CommandAfterDashes(NodeweaveCommand):
             raise
         words = tuple(ctx.params.get(COMMAND_PARAM) or ())
         if words and after:
+            value_of = self.option_before(ctx, before, words[0])
+            if value_of:  # a stray word after an option's value: never offered as the command's program (A27)
+                raise UsageError(f"{words[0]!r} follows `{value_of}` before `--`, where nodeweave takes no more words: "
+                                 f"{value_of.split()[0].split('=')[0]} takes one word (quote a value that has spaces), "
+                                 f"and the command goes after `--` only ({' '.join(after)!r})")
             raise UsageError(f"the command is given twice ({' '.join(words)!r} before `--`, {' '.join(after)!r} "
                              f"after it); give it once, all of it after `--`: {verb} [OPTIONS] -- "
                              f"{' '.join(words + tuple(after))}")
@@ -88,6 +93,25 @@ class CommandAfterDashes(NodeweaveCommand):
                        err=True)
         ctx.params[COMMAND_PARAM] = command
         return rest
+
+    def option_before(self, ctx, before: List[str], word: str) -> str:
+        """The option and value (``--node 1``, ``--node=1``) right before the first place ``word`` stands in
+        ``before`` as no option's value, or "" (the word begins the options, or follows a flag)."""
+        valued = {name for param in self.get_params(ctx) if getattr(param, "param_type_name", "") == "option"
+                  and not getattr(param, "is_flag", False) for name in param.opts}
+        index = 0
+        while index < len(before):
+            name = before[index].split("=", 1)[0]
+            if name in valued and "=" not in before[index] and index + 1 < len(before):
+                if index + 2 < len(before) and before[index + 2] == word:
+                    return f"{before[index]} {before[index + 1]}"
+                index += 2
+                continue
+            if before[index] == word:
+                return before[index - 1] if index and "=" in before[index - 1] and \
+                    before[index - 1].split("=", 1)[0] in valued else ""
+            index += 1
+        return ""
 
     def without_once_options(self, ctx, before: List[str], moved: List[str]) -> "tuple[List[str], List[str]]":
         """(``before`` less the options ``moved`` gives again, those words): an option taken once

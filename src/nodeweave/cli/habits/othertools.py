@@ -30,6 +30,7 @@ HABITS: Dict[str, Dict[str, str]] = {
         "attach": "`nodeweave logs -f` or `nodeweave shell`", "version": "`nodeweave --version`",
         "build": "`nodeweave image build`", "push": "`nodeweave image build --push`",
         "images": "`nodeweave image variants`", "rmi": IMAGE_REMOVAL,
+        "diff": "`nodeweave render --diff` prints what a render would change in each file, as kubectl diff",
     },
     # walk14a A19: docker/podman image's verbs (push, rm, rmi, prune) were "no such command" while `ls` was answered
     "image": {"ls": "`nodeweave image variants`", "list": "`nodeweave image variants`",
@@ -83,6 +84,15 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
                        "`nodeweave run --nodes 2` runs a run on the first two of them",
     ("logs", "-t"): "-t is --target here (local, hosts, slurm, kubernetes); docker logs -t's timestamps: a run's log "
                     "lines carry no time, and --since picks a window of them",
+    # walk16a A25: docker ps -a, compose down --remove-orphans and docker logs --until, answered with what nodeweave does
+    **{("status", typed): "`nodeweave status` already lists every node of the spec, a stopped or missing one too "
+                          "(as down), as docker ps -a does" for typed in ("-a", "--all")},
+    ("down", "--remove-orphans"): "`nodeweave down` takes down the nodes and network `up` made from the spec as it is "
+                                  "now; a node an earlier spec with more nodes made is not in it: `podman ps -a` (or "
+                                  "docker ps -a) lists it, `podman rm -f NAME` removes it",
+    ("logs", "--until"): "a run's log lines carry no time, so no window ends earlier than now: --since DURATION takes "
+                         "the last DURATION, --tail N each node's last N lines; the engine's own `podman logs --since "
+                         "T --until T NAME` (or docker's) cuts a container's log at a time",
     # walk13 A9: a GPU cluster's spec written from a machine without GPUs (init detects this machine's)
     **{("init", typed): "init writes what it detects: for a GPU cluster's spec from a machine without GPUs, "
                         "`init --host GPU-HOST` probes a GPU node, `init --sysroot DIR` reads a `nodeweave doctor "

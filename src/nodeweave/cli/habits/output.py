@@ -418,7 +418,8 @@ def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "
     from nodeweave.failures import writable_dir
 
     refuse_a_run_folder(value)
-    why = runs_dir_problem(writable_dir(value, "--runs-dir", runs_ok=True))
+    why = runs_dir_problem(writable_dir(value, "--runs-dir", runs_ok=True, missing="created if missing; runs/ "
+                                        "beside the spec itself, or a store apart from it, such as runs-sub/"))
     if why:
         raise UsageError(f"--runs-dir {value}: {why}; accepted: a folder of your own, such as runs/ beside the spec "
                          "(the default)")

@@ -69,7 +69,9 @@ def describe(report, whose=None):
     """'exited 1' / 'was killed by signal 9' and the last lines, as printed. ``whose``: the node the lines are of,
     named over them (walk12b B17: a spare printed node 0's traceback under "its last output:", read as its own)."""
     lines = [f"{report.get('how') or 'failed'}"]
-    tail = [str(line)[:300] for line in (report.get("tail") or [])[-TAIL_LINES:]]
+    from ..running.symptoms import plain  # a node's lines as a reader sees them, whoever sent them
+
+    tail = [plain(str(line))[:300] for line in (report.get("tail") or [])[-TAIL_LINES:]]
     if tail:
         lines.append(f"{whose}'s last output:" if whose else "its last output:")
         lines += [f"  | {line}" for line in tail]

@@ -107,11 +107,15 @@ class OutputTail:
         return [line.rstrip() for line in self.text(wait_s).splitlines() if line.strip()][-count:]
 
     def text(self, wait_s=2.0):
-        """The last :data:`KEEP_BYTES` of output, once the pipes ended (or ``wait_s`` passed)."""
+        """The last :data:`KEEP_BYTES` of output, once the pipes ended (or ``wait_s`` passed), as a reader sees it
+        (``symptoms.plain``: what is relayed and quoted holds no colour or control sequence; the node's own streams
+        had every byte)."""
+        from .symptoms import plain
+
         for thread in self.threads:
             thread.join(wait_s)
         with self.lock:
-            return bytes(self.data[-self.keep:]).decode("utf-8", "replace")
+            return plain(bytes(self.data[-self.keep:]).decode("utf-8", "replace"))
 
 
 def _close(pair, index):

@@ -19,6 +19,19 @@ its own beside a peer-gone line of a sibling rank on the same node is not told a
 
 import re
 
+# What a terminal acts on rather than shows: ANSI colour and cursor sequences (CSI), title and hyperlink sequences
+# (OSC), the other ESC pairs, and every other C0/C1 control character but tab and line ends (walk16a A24: rich,
+# loguru and colorama colour a rank's lines; a cell or JSON string holding them was wide, raw, and replayed them).
+CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)|\x1b[@-Z\\-_]|"
+                     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def plain(text):
+    """``text`` as a reader sees it, without the control sequences a rank printed: the one cleaning of every line
+    the tools quote from a node (its last line, its cause, its error, the tail relayed to node 0)."""
+    return CONTROL.sub("", text) if text else text
+
+
 # Each names a failure that means "the other end went away": the backend's or the store's words, as they print.
 PEER_GONE = re.compile("|".join([
     r"Connection (?:reset|closed) by (?:remote )?peer",  # gloo's pair.cc, NCCL's socket.cc, the c10d store
@@ -57,6 +70,7 @@ def clean_end_noise(text):
 def secondary(text):
     """The line that shows this node's ranks failed only because a peer went away, or None (a failure of its
     own, or nothing to tell)."""
+    text = plain(text)
     if not text or OWN_SIGNAL.search(text):
         return None
     found = PEER_GONE.search(text)
@@ -93,6 +107,7 @@ def script_error(text):
     """The script's own error, as its last output shows it: {"line": the exception line, "lines": the
     traceback's last lines}, or its clean exit's (:func:`clean_exit`, with ``"exit"``); None when killed by a
     signal or a peer went away."""
+    text = plain(text)
     if not text or OWN_SIGNAL.search(text):
         return None
     lines = text.splitlines()
@@ -122,6 +137,7 @@ def clean_exit(text):
     {"line": the last ``prog: error: ...``-like line, or "exit N with no error printed", "lines": the lines
     before it, "exit": N}, or None. The same on every node is the job's own error (argparse's exit 2 for a
     mistyped flag, the script's file missing, ``sys.exit(2)``), as the same exception is (walk15b B15)."""
+    text = plain(text)
     if not text or OWN_SIGNAL.search(text) or PEER_GONE.search(text):
         return None
     lines = [line.strip() for line in text.splitlines()]
@@ -167,6 +183,7 @@ def cause(text):
     In order: the exception the script raised or its refusal of its arguments (:func:`script_error`'s rules: not
     a peer gone, not a collective's timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
     exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`)."""
+    text = plain(text)
     if not text:
         return None
     lines = [line.strip() for line in text.splitlines()]
@@ -210,6 +227,7 @@ def last_said(text):
     failed node's "last line" was torchrun's ``=====``) nor another node's output quoted in this one's. The one
     pick of a node's "last line" wherever one is shown: ``nodeweave run``'s error, ``runs show``, ``exec``,
     ``status``."""
+    text = plain(text)
     for line in reversed((text or "").splitlines()):
         bare = line.strip()
         if bare and not WORDLESS.match(bare) and not QUOTED.match(bare) and not QUOTE_HEAD.search(bare):
