@@ -36,3 +36,28 @@ def test_a6_a_narrow_table_never_cuts_an_id_and_names_the_columns_it_leaves_out(
             if missing:
                 assert f"not shown in {width} columns: {', '.join(missing)}" in " ".join(text.split()), text
                 assert not any(len(cell.strip()) <= 2 and "…" in cell for cell in row.split("│")), text  # "u…"
+
+
+def test_a7_a22_another_verbs_spelling_of_the_hosts_is_answered_with_this_verbs(capsys):
+    """A7, A22: `hosts probe --host gpu01` (init, up, sync and check spell the hosts --host), `hosts probe --hots x`
+    and `init --hosts-file hosts.txt` said only "no such option". On every verb that names hosts, another verb's
+    spelling of them (--host, --node, --hosts-file), or a near typo of one, gets this verb's."""
+    from cli_run import in_process, leaves
+
+    from nodeweave.cli import NO_NODE
+    spellings = {"--host", "--node", "--hosts-file"}
+    code, _, err = in_process(capsys, "hosts", "probe", "--hots", "x")
+    assert code == 2 and "did you mean --node?" in err and "--host is another verb's spelling" in err, err
+    tried = 0
+    for words, command in leaves():
+        mine = {flag for param in command.params for flag in getattr(param, "opts", ())}
+        if not mine & spellings:
+            continue
+        for typed in sorted(spellings - mine):
+            if typed == "--node" and words[-1] in NO_NODE:
+                continue  # that verb's own word on picking one node
+            code, _, err = in_process(capsys, *words, typed, "gpu01")
+            assert code == 2 and "did you mean --" in err and f"{typed} is another verb's spelling" in err, \
+                (words, typed, err)
+            tried += 1
+    assert tried >= 3
