@@ -61,3 +61,25 @@ def test_a7_a22_another_verbs_spelling_of_the_hosts_is_answered_with_this_verbs(
                 (words, typed, err)
             tried += 1
     assert tried >= 3
+
+
+def test_a15_the_unknown_variable_warning_points_at_a_list_holding_this_commands_variables():
+    """A15: `NODEWEAVE_DEBUG=1 nodeweave validate` pointed at `nodeweave-entrypoint --help`, which names none of
+    the variables the CLI reads, and `nodeweave --help` named only NODEWEAVE_SPEC; NODEWEAVE_RECORD was offered the
+    nodes' NODEWEAVE_RECOVERY, not the CLI's NODEWEAVE_PLAN_RECORD. The place the warning names lists every
+    variable this command reads."""
+    import re
+
+    from cli_run import nodeweave
+
+    from nodeweave.cli.habits.variables import CLI_VARIABLES
+
+    warned = nodeweave("--version", env={"PATH": "/usr/bin:/bin", "NODEWEAVE_DEBUG": "1", "NODEWEAVE_RECORD": "x"})
+    lines = warned.stderr.splitlines()
+    debug = next(line for line in lines if "NODEWEAVE_DEBUG" in line)
+    pointed = re.findall(r"`(nodeweave[-\w]* --help)`", debug)
+    assert pointed and pointed[0] == "nodeweave --help", debug  # this command's own list first
+    helped = nodeweave("--help", env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"}).stdout
+    assert all(name in helped for name in CLI_VARIABLES), helped
+    record = next(line for line in lines if "NODEWEAVE_RECORD" in line)
+    assert "did you mean NODEWEAVE_PLAN_RECORD?" in record, record
