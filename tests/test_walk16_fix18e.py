@@ -83,3 +83,20 @@ def test_a15_the_unknown_variable_warning_points_at_a_list_holding_this_commands
     assert all(name in helped for name in CLI_VARIABLES), helped
     record = next(line for line in lines if "NODEWEAVE_RECORD" in line)
     assert "did you mean NODEWEAVE_PLAN_RECORD?" in record, record
+
+
+def test_b1_help_runs_no_start_up_check(capsys, monkeypatch):
+    """B1: with a local job's node variables exported, `nodeweave status --help` printed its usage and then one
+    warning per variable (`top --help` the same). Help only prints help, on every verb and however it is asked
+    for; the verb that acts still says them."""
+    from cli_run import in_process, leaves
+
+    for name, value in (("NODEWEAVE_NNODES", "2"), ("NODEWEAVE_RECOVERY", "on"), ("NODEWEAVE_DEBUG", "1"),
+                        ("NODEWEAVE_SPEC", "")):
+        monkeypatch.setenv(name, value)
+    asked = [[*words, "--help"] for words, _ in leaves()] + [["status", "-h"], ["help", "top"], ["--help"]]
+    for argv in asked:
+        code, out, err = in_process(capsys, *argv)
+        assert code == 0 and "Usage" in out and err == "", (argv, err)
+    code, _, err = in_process(capsys, "runs", "ls")
+    assert code == 2 and "NODEWEAVE_SPEC is set but empty" in err  # the verb that acts: still judged

@@ -592,6 +592,14 @@ def _interrupted_early() -> None:
         pass
 
 
+def asks_for_help(argv: "list[str]") -> bool:
+    """Whether this call only prints help (``--help``/``-h`` before any ``--``, ``nodeweave help VERB``, or no
+    words at all): the start-up checks of the environment are for a verb that acts, and help prints only help, as
+    git's, kubectl's and click's do (walk16b B1: ten NODEWEAVE_* warnings under `status --help`)."""
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    return not argv or argv[:1] == ["help"] or bool({"--help", "-h"} & set(words))
+
+
 def _main(argv: "list[str]") -> int:
     if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: click's own mechanism, typer's shells
         instruction = completion_instruction(os.environ[COMPLETE_VAR])
@@ -608,7 +616,7 @@ def _main(argv: "list[str]") -> int:
         moved, refusal = verb_options_first(argv), None
     except NodeweaveError as err:
         moved, refusal = argv, err
-    if COMPLETE_VAR not in os.environ:
+    if COMPLETE_VAR not in os.environ and not asks_for_help(moved):
         _warn_unknown_variables(moved)
         from nodeweave.cli.habits.variables import variable_problem
 
