@@ -100,3 +100,60 @@ def test_b1_help_runs_no_start_up_check(capsys, monkeypatch):
         assert code == 0 and "Usage" in out and err == "", (argv, err)
     code, _, err = in_process(capsys, "runs", "ls")
     assert code == 2 and "NODEWEAVE_SPEC is set but empty" in err  # the verb that acts: still judged
+
+
+def test_a16_a_metric_named_a_loss_ranked_by_its_highest_is_said(tmp_path, monkeypatch, capsys):
+    """A16: `runs compare A B --metric "final_loss=([0-9.]+)"` marked the run with the higher loss best, without a
+    word that best meant highest. Every ranking (runs compare, run --sweep) says which way it ranks, and a metric
+    whose words say loss, error or time is noted, pointing to --lower-is-better."""
+    from cli_run import in_process
+    from test_cli_runs import SPEC, run_json
+
+    from nodeweave.cluster.runfolder import RunFolder
+
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    ids = []
+    for suffix, loss in (("-a", "0.54725"), ("-b", "0.5173")):
+        folder = RunFolder.create(tmp_path / "runs", "nwruns", SPEC, suffix=suffix)
+        run_json(folder, {}, 0, 10.0)
+        for i in range(2):
+            folder.log_path(f"node-{i}").write_text(f"final_loss={loss}\n")
+        ids.append(folder.run_id)
+    metric = "final_loss=([0-9.]+)"
+    code, out, err = in_process(capsys, "runs", "compare", *ids, "--metric", metric)
+    assert code == 0 and "0.54725 (best)" in out, out
+    assert "(best: highest)" in out and "--lower-is-better" in err, (out, err)
+    code, out, err = in_process(capsys, "runs", "compare", *ids, "--metric", metric, "--lower-is-better")
+    assert "0.5173 (best)" in out and "(best: lowest)" in out and "--lower-is-better" not in err, (out, err)
+    code, out, err = in_process(capsys, "runs", "compare", *ids, "--metric", "samples/s ([0-9.]+)")
+    assert "--lower-is-better" not in err, err  # a throughput: best at its highest, nothing to say
+    _, _, err = in_process(capsys, "run", "--sweep", "LR=1,2", "--metric", "val_loss ([0-9.]+)", "--dry-run")
+    assert "--lower-is-better" in err, err
+
+
+def test_a21_a_dry_run_that_probes_hosts_reaches_none(tmp_path, monkeypatch, capsys):
+    """A21: `init --force --host gpu01 --dry-run` ran ssh for real and failed (exit 1, "could not resolve
+    hostname"), while `hosts probe --node gpu01 --dry-run` printed the probe and reached no host. Both dry runs
+    print the same probe, exit 0, and run no ssh (an ssh on PATH that records being run proves it)."""
+    from cli_run import in_process
+
+    called = tmp_path / "called"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ssh").write_text(f"#!/bin/sh\necho \"$@\" >> {called}\nexit 255\n")
+    (tools / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("print('hi')\n")
+    monkeypatch.chdir(project)
+    probes = []
+    for argv in (["hosts", "probe", "--node", "gpu01", "--dry-run"], ["init", "--host", "gpu01", "--dry-run"]):
+        code, out, err = in_process(capsys, *argv)
+        assert code == 0, (argv, err)
+        probes.append([line for line in out.splitlines() if "gpu01" in line and "ssh" in line])
+    assert probes[0] and probes[0] == probes[1], probes
+    assert not called.exists(), called.read_text()
+    assert not (project / "nodeweave.yaml").exists()
