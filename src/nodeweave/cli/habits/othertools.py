@@ -128,7 +128,7 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
 def host_spelling(command, typed: str) -> str:
     """" (did you mean --node? ...)" for another verb's spelling of the hosts (:data:`HOST_SPELLINGS`), or a near
     typo of one, typed on ``command``, which spells them otherwise; else ""."""
-    from nodeweave.cli.habits.base import close_options
+    from nodeweave.cli.habits.nearby import close_options
 
     mine = [flag for param in command.params for flag in getattr(param, "opts", ())]
     others = [flag for flag in HOST_SPELLINGS if flag not in mine]
