@@ -58,7 +58,7 @@ def fitted(table: rich.table.Table, console, options):
             column.overflow, column.max_width = "ellipsis", cut[i]
         else:
             column.min_width = max(column.min_width or 0, content[i])
-    left_out = [str(c.header) for c in everyone if c not in kept]
+    left_out = [str(c.header) or f"column {i + 1}" for i, c in enumerate(everyone) if c not in kept]
     if left_out:
         note = (f"not shown in {options.max_width} columns: {', '.join(left_out)} (a wider terminal, or a pipe, "
                 "shows every column)")
