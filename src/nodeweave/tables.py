@@ -43,14 +43,13 @@ def fitted(table: rich.table.Table, console, options):
     shown.columns = [replace(column) for column in table.columns]
     everyone = shown.columns
     keys = [c for c in everyone[1:] if c.no_wrap or c.width is not None or c.min_width is not None]
-    kept = everyone[:1]
-    for candidate in keys + [c for c in everyone[1:] if c not in keys]:
-        if kept == everyone[:1] and _drawn(shown, everyone, console, options)[0] <= options.max_width:
-            kept = everyone
-            break
-        trial = [c for c in everyone if c in kept or c is candidate]
-        if _drawn(shown, trial, console, options)[0] <= options.max_width:
-            kept = trial
+    kept = everyone
+    if _drawn(shown, everyone, console, options)[0] > options.max_width:
+        kept = everyone[:1]
+        for candidate in keys + [c for c in everyone[1:] if c not in keys]:
+            trial = [c for c in everyone if c in kept or c is candidate]
+            if _drawn(shown, trial, console, options)[0] <= options.max_width:
+                kept = trial
     drawn, cut, content = _drawn(shown, kept, console, options)
     for i, column in enumerate(shown.columns):
         column.no_wrap = True
