@@ -100,6 +100,8 @@ def test_b1_help_runs_no_start_up_check(capsys, monkeypatch):
         assert code == 0 and "Usage" in out and err == "", (argv, err)
     code, _, err = in_process(capsys, "runs", "ls")
     assert code == 2 and "NODEWEAVE_SPEC is set but empty" in err  # the verb that acts: still judged
+    said = [line for line in err.splitlines() if "NODEWEAVE_NNODES" in line or "NODEWEAVE_RECOVERY" in line]
+    assert len(said) == 1 and "NODEWEAVE_NNODES=2" in said[0] and "NODEWEAVE_RECOVERY=on" in said[0], err  # once
 
 
 def test_a16_a_metric_named_a_loss_ranked_by_its_highest_is_said(tmp_path, monkeypatch, capsys):
