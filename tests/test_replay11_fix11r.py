@@ -436,7 +436,7 @@ def test_every_short_option_with_equals_is_split_only_where_it_takes_a_value(ver
 
 # -- R2: a missing tool for an address names the address as typed and a spelling the verb takes ---------------------
 
-@pytest.mark.parametrize("argv", [["init", "--host", "{kind}:x", "--dry-run"],
+@pytest.mark.parametrize("argv", [["init", "--host", "{kind}:x"],  # its dry run reaches no host (walk16a A21)
                                   ["hosts", "probe", "--node", "{kind}:x"]])
 @pytest.mark.parametrize("kind, tool, other", [("oc", "oc", "pod:NAME"), ("pod", "kubectl", "oc:NAME"),
                                                ("podman", "podman", "docker:NAME"),

@@ -92,7 +92,7 @@ def test_a19_a_table_in_a_narrow_terminal_keeps_one_line_per_row():
         out = console(file=io.StringIO(), width=width, color_system=None)
         out.print(table)
         lines = out.file.getvalue().splitlines()
-        assert len(lines) == 1 + 3 + 8 + 1, (width, lines)  # title, header, rows, bottom rule
+        assert len([line for line in lines if line.startswith("│")]) == 8, (width, lines)  # a line a row
         assert all(len(line) <= width for line in lines)
         assert "train " in lines[4] and "…" in lines[4]  # short cells whole, long ones cut
     out = console(file=io.StringIO(), width=300, color_system=None)

@@ -41,7 +41,8 @@ def test_every_variable_only_the_nodes_read_is_named_once_on_every_verb(capsys, 
         monkeypatch.setenv(name, "4")
     code, out, err = run_cli(capsys, *argv)
     for name, instead in table.items():
-        named = [line for line in err.splitlines() if line.startswith(f"nodeweave: warning: {name}=4 ")]
+        named = [line for line in err.splitlines()  # one line names them all (walk16b B1)
+                 if line.startswith("nodeweave: warning: ") and f"{name}=4 " in line]
         assert len(named) == 1 and "not by this command" in named[0] and instead in named[0], (name, err)
         assert f"{name}=4 from this environment" not in out  # said once: not again in the plan
 

@@ -3,10 +3,11 @@
 rich fits a table too wide for the terminal by folding its columns, down to one character a line: in 80 columns
 `runs ls` printed a run's state one letter a line, 174 lines for 8 runs (walk15a A19), and `status` wrapped
 ``up (runnin/g)``. Every table nodeweave prints is a :class:`Table`: each row stays one line, as ``kubectl get``
-and ``docker ps`` print theirs: where a table does not fit, its widest cells are cut with an ellipsis, the widest
-first, never below :data:`FLOOR` characters; a key column (declared ``no_wrap=True``: an id, a node's name, an
-address) only when the others cut to that floor still do not fit (rich crops a line at the terminal's edge). Off a terminal (a pipe, a file: ``habits.output.table_width``) and with
-``-o json`` every cell is whole.
+and ``docker ps`` print theirs: where a table does not fit, its free text is cut with an ellipsis, the widest first,
+never below :data:`FLOOR` characters; a key column (declared ``no_wrap=True``: an id, a node's name, an address) is
+never cut, as it is what the user types next (walk16a A6); where that still does not fit, whole columns are left
+out and a caption names them. Off a terminal (a pipe, a file: ``habits.output.table_width``) and with ``-o json``
+every cell is whole.
 """
 
 from __future__ import annotations
@@ -32,37 +33,62 @@ class Table(rich.table.Table):
 
 
 def fitted(table: rich.table.Table, console, options):
-    """(a copy of ``table`` whose every row is one line, the width to draw it at): cells cut with an ellipsis from
-    the widest down to the level that fits ``options.max_width``, never below :data:`FLOOR` characters, the short
-    columns never. The free text first; the key columns (``no_wrap``: an id, a node) only where the rest cut to the
-    floor still does not fit (rich crops a line at the terminal's edge: a column past it would be lost whole); last,
-    the free text below the floor. A column given a ``min_width`` of its own is never cut. Where nothing fits, the
-    width is the table's own, its lines cropped by rich."""
+    """(a copy of ``table`` whose every row is one line, the width to draw it at): the free text cut with an
+    ellipsis from the widest down to the level that fits ``options.max_width``, never below :data:`FLOOR`
+    characters, the short columns never. A key column (``no_wrap``: an id, a node, a time) or one given a
+    ``min_width`` of its own is never cut: an id cut to ``20261201T…`` is one the user cannot type next (walk16a
+    A6). Where all of them do not fit, whole columns are left out: the first column is kept, then each key column,
+    then each free one, left to right, that still fits; a caption names those left out."""
     shown = copy(table)
     shown.columns = [replace(column) for column in table.columns]
-    natural = [shown._measure_column(console, options, column).maximum for column in shown.columns]
-    pads = [shown._get_padding_width(column._index) for column in shown.columns]
-    content = [width - pad for width, pad in zip(natural, pads)]
-    free = [i for i, column in enumerate(shown.columns) if not column.no_wrap and column.width is None]
-    # a column given its own min_width (status's address: "cut in half helps no one") is never cut
-    keys = [i for i, column in enumerate(shown.columns) if column.width is None and column.min_width is None]
-    room = options.max_width - shown._extra_width - sum(pads)
-    cut = {}
-    for candidates, floor in ((free, FLOOR), ([i for i in keys if i not in free], FLOOR), (free, 1)):
-        others = sum(cut.get(i, content[i]) for i in range(len(content)) if i not in candidates)
-        level = _level([content[i] for i in candidates], room - others, floor)
-        cut = {**{i: w for i, w in cut.items() if i not in candidates},
-               **{i: level for i in candidates if level is not None and content[i] > level}}
-        if sum(cut.get(i, width) for i, width in enumerate(content)) <= room:
-            break
+    everyone = shown.columns
+    keys = [c for c in everyone[1:] if c.no_wrap or c.width is not None or c.min_width is not None]
+    kept = everyone
+    if _drawn(shown, everyone, console, options)[0] > options.max_width:
+        kept = everyone[:1]
+        for candidate in keys + [c for c in everyone[1:] if c not in keys]:
+            trial = [c for c in everyone if c in kept or c is candidate]
+            if _drawn(shown, trial, console, options)[0] <= options.max_width:
+                kept = trial
+    drawn, cut, content = _drawn(shown, kept, console, options)
     for i, column in enumerate(shown.columns):
         column.no_wrap = True
         if i in cut:
             column.overflow, column.max_width = "ellipsis", cut[i]
         else:
             column.min_width = max(column.min_width or 0, content[i])
-    drawn = shown._extra_width + sum(pads) + sum(cut.get(i, width) for i, width in enumerate(content))
+    left_out = [str(c.header) or f"column {i + 1}" for i, c in enumerate(everyone) if c not in kept]
+    if left_out:
+        note = (f"not shown in {options.max_width} columns: {', '.join(left_out)} (a wider terminal, or a pipe, "
+                "shows every column)")
+        shown.caption = f"{shown.caption}\n{note}" if shown.caption else note
+        shown.caption_justify = "left"
     return shown, max(options.max_width, drawn)
+
+
+def _drawn(shown: rich.table.Table, columns, console, options):
+    """(the width ``shown`` draws at with only ``columns``, {column: the width it is cut to}, each column's content
+    width): ``shown`` is left holding just those columns."""
+    shown.columns = list(columns)
+    for index, column in enumerate(shown.columns):
+        column._index = index
+    cut, content, pads = _cuts(shown, console, options)
+    return shown._extra_width + sum(pads) + sum(cut.get(i, width) for i, width in enumerate(content)), cut, content
+
+
+def _cuts(table: rich.table.Table, console, options):
+    """({column: the width its free text is cut to}, each column's content width, each column's padding): only
+    the free columns (not ``no_wrap``, no ``width`` or ``min_width`` of their own) are cut, never below
+    :data:`FLOOR`."""
+    natural = [table._measure_column(console, options, column).maximum for column in table.columns]
+    pads = [table._get_padding_width(column._index) for column in table.columns]
+    content = [width - pad for width, pad in zip(natural, pads)]
+    free = [i for i, column in enumerate(table.columns)
+            if not column.no_wrap and column.width is None and column.min_width is None]
+    room = options.max_width - table._extra_width - sum(pads)
+    others = sum(content[i] for i in range(len(content)) if i not in free)
+    level = _level([content[i] for i in free], room - others)
+    return {i: level for i in free if level is not None and content[i] > level}, content, pads
 
 
 def _level(widths, room: int, floor: int = FLOOR):

@@ -84,10 +84,22 @@ class RootGroup(LazyVerbs):
     verbs = VERBS
 
 
+def environment_epilog() -> str:
+    """The root help's "Environment:" list, as git's and kubectl's manuals have one: every variable this command
+    reads (``CLI_VARIABLES``), where the unknown-variable warning points (walk16a A15: it pointed at the
+    entrypoint's help, which names none of them). ``\b`` keeps click from refilling the lines."""
+    from nodeweave.cli.habits.variables import CLI_VARIABLES
+
+    lines = [f"  {name}: {accepted}" for name, accepted in CLI_VARIABLES.items()]
+    return "\n".join(["\b", "Environment (read by this command; the nodes' variables: `nodeweave-entrypoint --help`):",
+                      *lines])
+
+
 app = NodeweaveTyper(
     name="nodeweave",
     help="Multi-node GPU training in containers from one cluster spec.",
-    epilog='Shell completion: eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)" (source_zsh, source_fish too).',
+    epilog='Shell completion: eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)" (source_zsh, source_fish too).'
+           "\n\n" + environment_epilog(),
     no_args_is_help=True,
     add_completion=False,
     cls=RootGroup,
@@ -527,7 +539,9 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     as_a_node = READS_NODE_VARIABLES.get(argv[0] if argv else "")
     as_a_node = as_a_node is not None and as_a_node(argv[1:])
     # a verb that plans as this node reads every node variable: none is "not read here" (walk11b B19)
-    for line in unknown_lines(os.environ, read_here=None if as_a_node else CLI_VARIABLES):
+    listed = ("`nodeweave --help` lists the variables this command reads, under Environment; "
+              "`nodeweave-entrypoint --help` those the nodes read")
+    for line in unknown_lines(os.environ, read_here=None if as_a_node else CLI_VARIABLES, listed=listed):
         typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
     for line in ([] if as_a_node else node_variable_lines()):  # a right name ignored here: said (walk6 W13)
         typer.echo(f"nodeweave: warning: {visible(line)}", err=True)
@@ -581,6 +595,14 @@ def _interrupted_early() -> None:
         pass
 
 
+def asks_for_help(argv: "list[str]") -> bool:
+    """Whether this call only prints help (``--help``/``-h`` before any ``--``, ``nodeweave help VERB``, or no
+    words at all): the start-up checks of the environment are for a verb that acts, and help prints only help, as
+    git's, kubectl's and click's do (walk16b B1: ten NODEWEAVE_* warnings under `status --help`)."""
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    return not argv or argv[:1] == ["help"] or bool({"--help", "-h"} & set(words))
+
+
 def _main(argv: "list[str]") -> int:
     if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: click's own mechanism, typer's shells
         instruction = completion_instruction(os.environ[COMPLETE_VAR])
@@ -597,7 +619,7 @@ def _main(argv: "list[str]") -> int:
         moved, refusal = verb_options_first(argv), None
     except NodeweaveError as err:
         moved, refusal = argv, err
-    if COMPLETE_VAR not in os.environ:
+    if COMPLETE_VAR not in os.environ and not asks_for_help(moved):
         _warn_unknown_variables(moved)
         from nodeweave.cli.habits.variables import variable_problem
 

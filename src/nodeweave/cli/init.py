@@ -79,6 +79,39 @@ def seen_here(sysroot: Path) -> Seen:
                 node.gpus.count, node.gpus.model or "", tuple(p.name for p in node.nics if p.active))
 
 
+def probe_targets(hosts: List[str], via: str, ssh_option: List[str], namespace: Optional[str] = None,
+                  container: Optional[str] = None, kube_context: Optional[str] = None) -> list:
+    """The hosts --host names, as targets to probe (a pod's namespace, container and context read as ``hosts
+    probe`` reads them): the one reading of them for the probe and for its dry run."""
+    from nodeweave import remote
+
+    kind = remote.kind_class(via, "--via").kind
+    options = remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
+    where = dict(namespace=namespace, container=container, options=options)
+    targets = [remote.parse_target(h, **where) if ":" in h else remote.make_target(kind, h, **where) for h in hosts]
+    from nodeweave.cli.habits.reachkinds import refuse_idle_transport_flags
+
+    refuse_idle_transport_flags([type(t) for t in targets], "hosts", namespace=namespace, container=container,
+                                kube_context=kube_context)
+    return targets
+
+
+def show_probe(targets: list, path: Path) -> None:
+    """``init --host --dry-run``: the probe the real init runs, as ``hosts probe --dry-run`` prints it, reaching no
+    host (walk16a A21: it probed them over ssh); the spec is what they answer, so none is printed."""
+    from dataclasses import replace
+
+    from nodeweave.cli.habits.clusteropts import show_plan
+    from nodeweave.failures import address_tool_missing
+    from nodeweave.hosts import probe_plan
+
+    plan = probe_plan(targets, None, None)
+    missing = address_tool_missing(targets, "init --host")
+    notes = (*plan.notes, f"then {path} is written from what they answer (a dry run reaches no host, so it prints "
+             "no spec)", *([f"the real init would end with exit 3: {missing}"] if missing else []))
+    show_plan(replace(plan, verb="init", notes=notes), "text")
+
+
 def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: Optional[str] = None,
                   container: Optional[str] = None, kube_context: Optional[str] = None) -> Seen:
     """Every host probed at once (``hosts probe``); all must answer and share one GPU vendor. A pod's namespace,
@@ -89,13 +122,7 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str], namespace: 
     from nodeweave.hosts import probe_hosts
 
     kind = remote.kind_class(via, "--via").kind
-    options = remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
-    where = dict(namespace=namespace, container=container, options=options)
-    targets = [remote.parse_target(h, **where) if ":" in h else remote.make_target(kind, h, **where) for h in hosts]
-    from nodeweave.cli.habits.reachkinds import refuse_idle_transport_flags
-
-    refuse_idle_transport_flags([type(t) for t in targets], "hosts", namespace=namespace, container=container,
-                                kube_context=kube_context)
+    targets = probe_targets(hosts, via, ssh_option, namespace, container, kube_context)
     missing = address_tool_missing(targets, "init --host")
     if missing:
         raise EnvironmentProblem(missing)
@@ -129,6 +156,9 @@ def init(
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
                                    "machine, as `nodeweave hosts probe` does; they become the spec's hosts (an "
                                    "address KIND:NAME, e.g. podman:trainer-0, probes through that container)"),
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Probe the hosts of this file instead: one "
+                                              "\\[user@]host per line, node 0 first (a DeepSpeed hostfile works "
+                                              "too), as up, sync, check and hosts probe read it"),
     via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --host KIND:NAME"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--host pod:NAME, "
@@ -143,7 +173,8 @@ def init(
                                "nodeweave.yaml below a folder whose spec already covers this one or beside a nodeweave.yml (and --out nodeweave.yml or NODEWEAVE.YAML beside a nodeweave.yaml), or keep a --script "
                                "the folder lacks while a close name is there (train for train.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing (an existing --out is "
-                                 "refused without --force, as the real run refuses it)"),
+                                 "refused without --force, as the real run refuses it); with --host, print the "
+                                 "probe each host would get and reach none, as hosts probe --dry-run"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated.
 
@@ -154,6 +185,10 @@ def init(
     from nodeweave.spec import parse_spec
     from nodeweave.specpath import spec_folder
 
+    if hosts_file is not None:  # the one reader of a hosts file (walk16a A22: every other verb that reaches hosts
+        from nodeweave.remote.names import hosts_file_lines  # took --hosts-file; init refused it)
+
+        host = [name for _, name in hosts_file_lines(hosts_file, fold_case=(via or "ssh").startswith("ssh"))]
     refuse_idle_flags(host, ssh_option, via, _given(ctx, "sysroot"))
     if not host:
         for flag, value in (("--namespace", namespace), ("--container", container), ("--kube-context", kube_context)):
@@ -181,6 +216,9 @@ def init(
     refuse_replacing(path, script, force, out_named)  # before probing; a dry run refuses what its real run would (README)
     refuse_splitting(path, force)
     refuse_beside_another_spelling(path, force)
+    if host and dry_run:  # a dry run reaches no host, as hosts probe's does
+        show_probe(probe_targets(host, via or "ssh", ssh_option, namespace, container, kube_context), path)
+        return
     seen = (seen_on_hosts(host, via or "ssh", ssh_option, namespace, container, kube_context) if host
             else seen_here(sysroot))
     # named after the spec's folder, where its workspace, script and requirements are (walk14a A3: after the current

@@ -104,6 +104,11 @@ def run_command(
         given = "--metric" if metric is not None else "--lower-is-better"
         raise UsageError(f"{given} ranks the points of a --sweep, and this run has none; add --sweep VAR=a,b, or "
                          "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
+    from nodeweave.cluster.sweep import ranking_note
+
+    backwards = ranking_note(metric, lower_is_better)
+    if backwards:  # said before any point starts: Ctrl-C and --lower-is-better cost nothing yet
+        typer.echo(f"nodeweave: note: {backwards}", err=True)
     for name, values in sweeps:
         if name in extra:
             raise UsageError(f"{name} is both set (-e {name}={hide(extra[name])}) and swept (--sweep {name}="

@@ -238,7 +238,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
     from nodeweave.cluster.sweep import compile_metric
     from nodeweave.runs.chart import file_chart, terminal_chart
     from nodeweave.runs.goodput import percent
-    from nodeweave.cluster.sweep import best_mark
+    from nodeweave.cluster.sweep import best_mark, ranking_note, ranking_words
     from nodeweave.runs.metrics import best, run_metric, runs_of, unranked
 
     from nodeweave.runs.history import record_problems, sweep_not_started
@@ -252,6 +252,9 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
     for note in filter(None, map(sweep_not_started, entries)):
         typer.echo(f"nodeweave: note: {note}", err=True)
     won = best(rows, lower_is_better)
+    backwards = ranking_note(metric, lower_is_better)
+    if backwards and rows:
+        typer.echo(f"nodeweave: note: {backwards}", err=True)
     if len(won) > 1:
         typer.echo(f"nodeweave: note: {len(won)} runs tie for the best mean ({', '.join(won)}): none is named best",
                    err=True)
@@ -272,7 +275,8 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
         return
     if not rows:  # only sweeps with no point yet: their notes said so
         return
-    table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
+    table = Table(title="runs side by side" + (f": {metric}{ranking_words(lower_is_better)}" if metric else ""),
+                  title_justify="left")
     for column in ("run", "point", "state", "seconds", "goodput", "mean", "per node"):
         table.add_column(column, no_wrap=column in ("run",), overflow="fold")
     for row in rows:

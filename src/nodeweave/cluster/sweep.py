@@ -378,6 +378,27 @@ def leaders(ranked: List[Tuple[str, float]], lower_is_better: bool = False) -> L
     return [key for key, value in ranked if value == top]
 
 
+# Words of a metric that is best at its lowest: a loss, an error rate, a latency, a time (walk16a A16: `runs compare
+# --metric "final_loss=([0-9.]+)"` marked the higher loss best, with no word that best meant highest).
+LOWER_WORDS = re.compile(r"loss|err|latency|perplexity|ppl|seconds|time|\bms\b", re.IGNORECASE)
+
+
+def ranking_words(lower_is_better: bool) -> str:
+    """How the best is picked, for a ranking table's title: `` (best: lowest)`` or `` (best: highest)``."""
+    return " (best: lowest)" if lower_is_better else " (best: highest)"
+
+
+def ranking_note(metric: Optional[str], lower_is_better: bool) -> Optional[str]:
+    """The note for a ``--metric`` whose words say it is best at its lowest while the best is its highest
+    (``--lower-is-better`` not given): the one default that reads such a metric backwards, said (`runs compare`
+    and `run --sweep`); None otherwise."""
+    found = LOWER_WORDS.search(metric or "")
+    if found is None or lower_is_better:
+        return None
+    return (f"the best is the highest mean (the default), yet --metric {as_typed(metric)} names {found.group(0)!r}, "
+            "usually best at its lowest: add --lower-is-better to rank it so")
+
+
 def best_mark(key: str, won: List[str]) -> str:
     """The table's mark of a leader: `` (best)``, or `` (tied best)`` for each run of a tie."""
     return "" if key not in won else (" (best)" if len(won) == 1 else " (tied best)")
@@ -385,7 +406,8 @@ def best_mark(key: str, won: List[str]) -> str:
 
 def sweep_table(rows: List[dict], metric: Optional[str], lower_is_better: bool = False) -> Table:
     """One row per point: its variables, result, seconds and the metric (the best marked)."""
-    table = Table(title="sweep" + (f": {metric}" if metric else ""), title_justify="left")
+    table = Table(title="sweep" + (f": {metric}{ranking_words(lower_is_better)}" if metric else ""),
+                  title_justify="left")
     names = list(rows[0]["point"]) if rows else []
     for column in [*names, "result", "seconds", *(["metric (mean of nodes)", "per node"] if metric else []), "run"]:
         table.add_column(column)

@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import refuse_split_durations, use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts, refuse_two_formats
+from nodeweave.cli.habits.nearby import close_options  # noqa: F401 (the cli and dashes import it here)
 from nodeweave.cli.habits.output import refuse_folder_spellings
 from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
@@ -163,23 +164,6 @@ def short_options_with_equals(command, args) -> list:
         found = re.fullmatch(r"(-[A-Za-z])=(.*)", word, re.DOTALL)
         out += [found.group(1), found.group(2)] if found and found.group(1) in takes_value else [word]
     return out
-
-
-def close_options(typed: str, known) -> "list[str]":
-    """The options a mistyped one is near, judged without the dashes: one judgement for every parser path (click's,
-    run/exec's before ``--``, the options typed before the verb). Click's 0.6 offered --engine, --node and --spec for
-    ``logs --since`` (each shares the dashes and two letters), and with the dashes counted ``run --name`` was near
-    --namespace, ``--tag`` near --target (walk15 A30): a near name that means something else is noise, not a hint."""
-    from difflib import SequenceMatcher
-
-    bare = typed.lstrip("-")
-    # the first words of one option, whole (``--dry`` for --dry-run, argparse's abbreviation habit); a word cut
-    # short is not offered so (``--name`` is no start of --namespace's words: A30)
-    words = [name for name in known if bare and name.lstrip("-").startswith(bare + "-")]
-    if len(words) == 1:
-        return words
-    scored = [(SequenceMatcher(None, bare, name.lstrip("-")).ratio(), name) for name in known]
-    return [name for score, name in sorted(scored, key=lambda pair: -pair[0]) if score >= 0.7]
 
 
 # Hidden, deprecated spellings and what a typo near them should be pointed to.

@@ -102,6 +102,12 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
 }
 
 
+# nodeweave's own spellings of the hosts a verb reaches, which differ by verb (walk16a A7, A22): init, up, sync and
+# check take --host (and, but init, --hosts-file); hosts probe names its hosts with --node, as every verb names a
+# node. One typed on a verb that spells them otherwise, or a near typo of one (--hots), gets that verb's spelling.
+HOST_SPELLINGS: Dict[str, str] = {"--host": "--host HOST", "--node": "--node HOST", "--hosts-file": "--hosts-file FILE"}
+
+
 def verb_hint(group: str, typed: str) -> str:
     """": nodeweave's word for it: HINT" for a verb of another tool's habit typed in ``group``, else ""."""
     said = HABITS.get(group, {}).get(typed)
@@ -114,6 +120,9 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     name = typed.partition("=")[0]
     if (command.name, name) in ELSEWHERE:
         return f" ({name} is another tool's habit: nodeweave's word for it: {ELSEWHERE[(command.name, name)]})"
+    sibling = host_spelling(command, name)
+    if sibling:
+        return sibling
     if name not in OPTIONS:
         return ""
     ours, habit = OPTIONS[name]
@@ -124,6 +133,24 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     if refused:  # walk12 A11: `-f images/cpu/Dockerfile` offered `--spec images/cpu/Dockerfile`, refused on paste
         return f" ({ours} is {habit}; {refused})"
     return f" (did you mean {ours}{' ' + value if value else ''}? {ours} is {habit})"
+
+
+def host_spelling(command, typed: str) -> str:
+    """" (did you mean --node? ...)" for another verb's spelling of the hosts (:data:`HOST_SPELLINGS`), or a near
+    typo of one, typed on ``command``, which spells them otherwise; else ""."""
+    from nodeweave.cli.habits.nearby import close_options
+
+    mine = [flag for param in command.params for flag in getattr(param, "opts", ())]
+    others = [flag for flag in HOST_SPELLINGS if flag not in mine]
+    if typed not in others and close_options(typed, [flag for flag in mine if flag.startswith("--")]):
+        return ""  # a typo of this verb's own option: click names it (init --node is no typo of --nodes)
+    meant = typed if typed in others else next(iter(close_options(typed, others)), None)
+    ours = [flag for flag in HOST_SPELLINGS if flag in mine]
+    if meant is None or not ours:
+        return ""
+    said = " or ".join(HOST_SPELLINGS[flag] for flag in ours)
+    return (f" (did you mean {ours[0]}? this verb names its hosts with {said} (repeat {ours[0]}, node 0 first); "
+            f"{meant} is another verb's spelling of them)")
 
 
 def _refused_as(ours: str, value: str) -> str:

@@ -78,17 +78,26 @@ def node_variables() -> "dict[str, str]":
 
 
 def node_variable_lines(environ: Optional[Mapping[str, str]] = None) -> "list[str]":
-    """One line per variable of ``environ`` (this process's) that only the nodes read: that this command neither
-    reads it nor passes it on, and what does set it. A correctly spelt ``NODEWEAVE_NNODES=4`` left in the shell
+    """One line per reader (the nodes, a rendered file) of the variables of ``environ`` (this process's) that only
+    it reads: that this command neither reads them nor passes them on, and what does set each. A correctly spelt ``NODEWEAVE_NNODES=4`` left in the shell
     from trying the entrypoint was ignored without a word, while its typo was named (walk6 W13, W42)."""
     environ = os.environ if environ is None else environ
-    lines = []
+    by_reader = {}
     for name, instead in node_variables().items():
-        if name not in environ:
+        if name in environ:
+            reader = BY_HAND[name][0] if name in BY_HAND else "nodeweave-entrypoint in the nodes"
+            by_reader.setdefault(reader, []).append((name, instead))
+    lines = []
+    for reader, found in by_reader.items():
+        if len(found) == 1:
+            name, instead = found[0]
+            lines.append(f"{name}={environ[name]} in this environment is read by {reader}, not by this command, "
+                         f"which neither reads it nor passes it on; what sets it: {instead}")
             continue
-        reader = BY_HAND[name][0] if name in BY_HAND else "nodeweave-entrypoint in the nodes"
-        lines.append(f"{name}={environ[name]} in this environment is read by {reader}, not by this command, which "
-                     f"neither reads it nor passes it on; what sets it: {instead}")
+        # a local job's ten variables left exported were ten lines (walk16b B1): one line names them all
+        lines.append(f"{len(found)} variables in this environment are read by {reader}, not by this command, which "
+                     "neither reads them nor passes them on: " + "; ".join(
+                         f"{name}={environ[name]} (what sets it: {instead})" for name, instead in found))
     return lines
 
 

@@ -106,9 +106,10 @@ def inherited_output_lines(env):
             for name in SET_FOR_RANKS if name in env]
 
 
-def unknown_variables(env):
+def unknown_variables(env, read_here=None):
     """``(name, nearest known name or None)`` for each NODEWEAVE_* name in ``env`` that nodeweave neither reads
-    nor sets, sorted."""
+    nor sets, sorted; a name near one of ``read_here`` (the calling program's own) is that one (walk16a A15:
+    the CLI's NODEWEAVE_RECORD was offered the nodes' NODEWEAVE_RECOVERY, not its own NODEWEAVE_PLAN_RECORD)."""
     found = []
     for name in sorted(env):
         if not name.startswith(PREFIX) or name in KNOWN or name in DEVELOPMENT or name.startswith(DEVELOPMENT_PREFIX):
@@ -119,7 +120,9 @@ def unknown_variables(env):
         # NODEWEAVE_RESUME_FORM was offered NODEWEAVE_RESUME_FROM, which the plan then dropped as nodeweave's own):
         # the nearest being one, unknown_lines and reserved.instead say OUTPUT_MEANT's remedy, never "did you mean"
         known = sorted(known[len(PREFIX):] for known in KNOWN)
-        stems = difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6)  # the shared prefix is no likeness
+        own = sorted(known[len(PREFIX):] for known in read_here or ())
+        stems = (difflib.get_close_matches(name[len(PREFIX):], own, n=1, cutoff=0.6)  # the shared prefix is no
+                 or difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6))  # likeness
         found.append((name, _aliases().get(name) or (PREFIX + stems[0] if stems else None)))
     return found
 
@@ -162,9 +165,13 @@ def spec_field_names():
     return found
 
 
-def unknown_lines(env, read_here=None):
-    """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant. ``read_here``: the
-    names the calling program reads (the CLI's), when a name meant that it does not read is only the nodes'."""
+ENTRYPOINT_LIST = "`nodeweave-entrypoint --help` lists the NODEWEAVE_* variables"
+
+
+def unknown_lines(env, read_here=None, listed=ENTRYPOINT_LIST):
+    """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant, else where the
+    variables are listed (``listed``: the calling program's own list, walk16a A15). ``read_here``: the names the
+    calling program reads (the CLI's), when a name meant that it does not read is only the nodes'."""
     def meant(close):
         if close in OUTPUT_MEANT:
             return f" ({OUTPUT_MEANT[close]})"
@@ -173,5 +180,5 @@ def unknown_lines(env, read_here=None):
                                             if elsewhere else "?)")
 
     return [f"{name} is not a variable nodeweave reads, so it is ignored"
-            + (meant(close) if close else " (`nodeweave-entrypoint --help` lists the NODEWEAVE_* variables)")
-            for name, close in unknown_variables(env)]
+            + (meant(close) if close else " ({})".format(listed))
+            for name, close in unknown_variables(env, read_here)]
