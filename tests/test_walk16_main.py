@@ -119,3 +119,27 @@ def test_a_checkpoint_folder_no_save_can_be_made_in_is_refused(tmp_path):
                        ("ck\nx", "holds a control character ('\\n')")):
         said = _explain(tmp_path, value)
         assert said.returncode == 2 and why in said.stderr and "Traceback" not in said.stderr, said.stderr
+
+
+def test_one_list_items_and_one_sections_every_mistake_in_one_round(tmp_path):
+    """walk16a A31-A33: a second volume named `a` was told only once its host_path passed, a toleration's `effect`
+    once its key and operator passed, and metrics.port clashing with the master port once step_pattern passed. Each
+    is independent of the others: one validate names all."""
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "r.yaml").write_text(
+        "name: q\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+        "volumes: [{name: a, host_path: /data/a, path: /a}, {name: a, host_path: /etc, path: /b}]\n"
+        'kubernetes: {tolerations: [{key: "bad key", operator: Sometimes, effect: Never}], topology_spread: '
+        "[{topology_key: 'bad key', max_skew: 0, when_unsatisfiable: Maybe}]}\n"
+        'metrics: {port: 29500, step_pattern: "("}\n')
+    said = subprocess.run([sys.executable, "-m", "nodeweave", "validate", "--spec", "r.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True).stderr
+    for field in ("volumes[1].host_path", "volumes[1].name: 'a' is already used by volumes[0]",
+                  "tolerations[0].key", "tolerations[0].operator", "tolerations[0].effect: got 'Never'",
+                  "metrics.step_pattern", "metrics.port: 29500 is launcher.master_port too",
+                  "topology_spread[0].topology_key", "topology_spread[0].max_skew",
+                  "topology_spread[0].when_unsatisfiable"):
+        assert field in said, (field, said)

@@ -348,8 +348,9 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     if FAILED not in (k8s, nodes, restarts):
         r.attempt(_placeable, r, top, k8s, nodes, restarts)
     watched = r.attempt(metrics.metrics, r, top)
-    if launcher is not FAILED and watched is not FAILED:
-        r.attempt(_ports_apart, r, top, launcher, watched)
+    listening = watched if watched is not FAILED else r.attempt(metrics.listening, r, top)  # its ports, if they read
+    if launcher is not FAILED and listening is not FAILED:
+        r.attempt(_ports_apart, r, top, launcher, listening)
     if FAILED not in (launcher, restarts, watched):  # without the count where it was refused
         _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched},
                       None if nodes is FAILED else nodes)

@@ -88,17 +88,19 @@ def _metadata(r: Reader, f: Fields, key: str, value_rule: Optional[rules.Rule], 
 def _toleration(r: Reader, path: str, item: Node) -> Toleration:
     """One toleration, with the rules the API server would otherwise enforce at apply time."""
     f = r.fields(item, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
-    key = optional(r, f, "key", rules.LABEL_KEY)
-    operator = choice(r, f, "operator", TOLERATION_OPERATORS, "Equal")
-    value = optional(r, f, "value", rules.LABEL_VALUE)
+    # each field on its own, so one item's every mistake is named in one run (walk16a A32: `effect` was told only
+    # once `key` and `operator` passed); the checks across fields after a refused one are dropped (Reader.attempt)
+    key = r.field(lambda: optional(r, f, "key", rules.LABEL_KEY), None)
+    operator = r.field(lambda: choice(r, f, "operator", TOLERATION_OPERATORS, "Equal"), "Equal")
+    value = r.field(lambda: optional(r, f, "value", rules.LABEL_VALUE), None)
+    effect = None if f.get("effect") is None else r.field(lambda: choice(r, f, "effect", TOLERATION_EFFECTS, ""), None)
+    seconds_node = f.get("tolerationSeconds")
+    seconds = None if seconds_node is None else \
+        r.field(lambda: r.integer(seconds_node, f.path_of("tolerationSeconds"), 0), None)
     if operator == "Exists" and value is not None:
         raise r.fail(f.get("value"), f.path_of("value"), "must be empty when operator is Exists", "no value with Exists")
     if key is None and operator != "Exists":
         raise r.fail(item, f.path_of("key"), "may be left out only with operator Exists", "a taint key, or operator: Exists")
-    effect = None if f.get("effect") is None else choice(r, f, "effect", TOLERATION_EFFECTS, "")
-    seconds_node = f.get("tolerationSeconds")
-    seconds = None if seconds_node is None else \
-        r.field(lambda: r.integer(seconds_node, f.path_of("tolerationSeconds"), 0), None)
     if seconds is not None and effect != "NoExecute":
         raise r.fail(
             seconds_node, f.path_of("tolerationSeconds"), "applies only to effect NoExecute", "effect: NoExecute with it"
@@ -110,8 +112,8 @@ def _affinity(r: Reader, path: str, item: Node) -> AffinityTerm:
     f = r.fields(item, path, ("key", "operator", "values"))
     key = r.field(lambda: rule_string(r, f.require("key", rules.LABEL_KEY.accepted), f.path_of("key"),
                                       rules.LABEL_KEY), "")
-    operator = choice(r, f, "operator", AFFINITY_OPERATORS, "In")
-    values = rule_list(r, f.get("values"), f.path_of("values"), rules.LABEL_VALUE)
+    operator = r.field(lambda: choice(r, f, "operator", AFFINITY_OPERATORS, "In"), "In")
+    values = r.field(lambda: rule_list(r, f.get("values"), f.path_of("values"), rules.LABEL_VALUE), [])
     wanted = {"In": "one or more values", "NotIn": "one or more values", "Exists": "no values",
               "DoesNotExist": "no values", "Gt": "exactly one integer value", "Lt": "exactly one integer value"}[operator]
     bad = (not values if operator in ("In", "NotIn") else bool(values) if operator in ("Exists", "DoesNotExist")
@@ -125,9 +127,10 @@ def _spread(r: Reader, path: str, item: Node) -> TopologySpread:
     f = r.fields(item, path, ("topology_key", "max_skew", "when_unsatisfiable"))
     key_node = f.require("topology_key", "a node label key such as topology.kubernetes.io/zone")
     return TopologySpread(
-        topology_key=rule_string(r, key_node, f.path_of("topology_key"), rules.LABEL_KEY),
-        max_skew=integer(r, f, "max_skew", 1, 1, 1000),
-        when_unsatisfiable=choice(r, f, "when_unsatisfiable", SPREAD_POLICIES, "DoNotSchedule"),
+        topology_key=r.field(lambda: rule_string(r, key_node, f.path_of("topology_key"), rules.LABEL_KEY), ""),
+        max_skew=r.field(lambda: integer(r, f, "max_skew", 1, 1, 1000), 1),
+        when_unsatisfiable=r.field(lambda: choice(r, f, "when_unsatisfiable", SPREAD_POLICIES, "DoNotSchedule"),
+                                   "DoNotSchedule"),
     )
 
 

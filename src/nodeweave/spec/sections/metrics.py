@@ -26,6 +26,13 @@ def metrics(r: Reader, top: Fields) -> Metrics:
                    step_pattern=pattern, host_port=host_port)
 
 
+def listening(r: Reader, top: Fields) -> Metrics:
+    """Only what node 0 listens with (``enabled``, ``port``), for the ports' check across sections when another
+    field of the section was refused (walk16a A33: a bad step_pattern hid a metrics.port that is the master port)."""
+    f = r.fields(top.get("metrics"), "metrics", KEYS)
+    return Metrics(enabled=boolean(r, f, "enabled", True), port=integer(r, f, "port", METRICS_PORT, 1, 65535))
+
+
 def _step_pattern(r: Reader, node) -> str:
     from nodeweave.entrypoint.planning.contract import read_step_pattern
 

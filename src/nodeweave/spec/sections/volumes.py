@@ -35,18 +35,37 @@ def volumes(r: Reader, node: Optional[Node], mounts: Optional[MountPoints], base
     names: Dict[str, str] = {}
     for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
         volume = r.attempt(_volume, r, path, item, base_dir)  # each volume on its own: every one's mistake is named
-        if volume is FAILED:
-            continue
-        if volume.name in RESERVED_NAMES or volume.name.startswith("hugepages-") or volume.name in names:
-            other = names.get(volume.name, "nodeweave's own volumes")
-            r.keep(r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
+        # its name is weighed against the others' whatever else it got wrong (walk16a A31: a second `a` was told
+        # only once its host_path passed)
+        name = volume.name if volume is not FAILED else _name_as_written(r, item)
+        if name and (name in RESERVED_NAMES or name.startswith("hugepages-") or name in names):
+            other = names.get(name, "nodeweave's own volumes")
+            r.keep(r.fail(item, f"{path}.name", f"{name!r} is already used by {other}",
                           "a name not used by another volume nor " + ", ".join(RESERVED_NAMES)))
+            continue
+        if volume is FAILED:
+            if name:
+                names.setdefault(name, path)
             continue
         if mounts is not None:
             r.field(lambda: mounts.claim(item, f"{path}.path", volume.path), None)
         names[volume.name] = path
         out.append(volume)
     return tuple(out)
+
+
+def _name_as_written(r: Reader, item: Node) -> Optional[str]:
+    """A refused volume's ``name`` as written, when it is a plain string that its own rule takes (else None: its
+    refusal is said already)."""
+    from yaml.nodes import MappingNode, ScalarNode
+
+    if not isinstance(item, MappingNode):
+        return None
+    for key, value in item.value:
+        if isinstance(key, ScalarNode) and key.value == "name" and isinstance(value, ScalarNode) and \
+                value.tag == "tag:yaml.org,2002:str" and rules.DNS_LABEL.check(value.value):
+            return value.value
+    return None
 
 
 def _volume(r: Reader, path: str, item: Node, base_dir=None) -> Volume:
