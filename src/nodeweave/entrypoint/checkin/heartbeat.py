@@ -206,6 +206,14 @@ class Watch(WatchSurface):
         """Node 0 was stopped on purpose and told this node the job ends (walk10 B3): no generation follows."""
         return self.job_ended
 
+    def ended_by(self):
+        """Why node 0 ended the job, in words, once it told this node so (``job_was_ended``), else None: what this
+        node's kept book and last line say (walk16b B12)."""
+        if not self.job_ended or self.failure is None:
+            return None
+        label, report = self.failure
+        return f"{label} was stopped ({said_stop(stop_sent(report) or 'a stop signal')}) on purpose"
+
     def ends_job(self, stopped):
         """Node 0 was stopped by a person: Ctrl-C (SIGINT), or any stop `nodeweave stop` asked for (its mark in the
         run's folder). That ends the job on every node, recovery or not; another SIGTERM (an eviction, a

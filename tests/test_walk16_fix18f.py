@@ -1,0 +1,48 @@
+"""walk16b's rows, one test per class, on real entrypoint processes (tests/recovery_harness.py)."""
+
+import json
+import signal
+
+import pytest
+
+from job_records import job_record
+from recovery_harness import finish, start, wait_for_step
+
+pytest.importorskip("torch")
+
+
+def kept(tmp_path, node):
+    return json.loads(job_record(tmp_path / f"n{node}").read_text())
+
+
+def last_line(node):
+    lines = [line for line in node.text().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def test_every_nodes_kept_book_says_how_the_job_ended_whatever_its_role(tmp_path):
+    """walk16b B4, B12: a member's copy kept "start" after the job finished, a Ctrl-C'd node 0's "stopped" with no
+    code and no words; each node's last line says how the job ended."""
+    (tmp_path / "done").mkdir()
+    nodes = start(tmp_path / "done",
+                  ["--steps", "10", "--interval", "0.2", "--save-every", "5"], spares=1)
+    assert finish(nodes) == [0, 0, 0], [n.text() for n in nodes]
+    for node, role in ((0, "member"), (1, "member"), (2, "spare")):
+        book = kept(tmp_path / "done", node)
+        assert (book["decision"], book["code"], book["ended"], book["role"]) == (
+            "done", 0, "the job finished", role), (node, book)
+        assert book["finished"] is not None
+        assert "recovery: the job finished" in last_line(nodes[node]), nodes[node].text()
+
+    (tmp_path / "stop").mkdir()
+    nodes = start(tmp_path / "stop", ["--steps", "400", "--interval", "0.2", "--save-every", "5"])
+    wait_for_step(nodes[0], 3)
+    nodes[0].proc.send_signal(signal.SIGINT)  # Ctrl-C on node 0: the job ends on every node
+    codes = finish(nodes)
+    assert codes[0] == 130, nodes[0].text()
+    zero, one = kept(tmp_path / "stop", 0), kept(tmp_path / "stop", 1)
+    assert (zero["decision"], zero["code"], zero["ended"]) == ("stopped", 130, "stopped by SIGINT, Ctrl-C on node 0")
+    assert (one["decision"], one["code"]) == ("stopped", codes[1]), one
+    assert one["ended"].startswith("node 0 (") and "SIGINT" in one["ended"], one
+    assert "recovery: the job ends: stopped by SIGINT, Ctrl-C on node 0 (exit 130)" in last_line(nodes[0])
+    assert "recovery: the job ends: node 0 (" in last_line(nodes[1]), nodes[1].text()
