@@ -46,3 +46,40 @@ def test_every_nodes_kept_book_says_how_the_job_ended_whatever_its_role(tmp_path
     assert one["ended"].startswith("node 0 (") and "SIGINT" in one["ended"], one
     assert "recovery: the job ends: stopped by SIGINT, Ctrl-C on node 0 (exit 130)" in last_line(nodes[0])
     assert "recovery: the job ends: node 0 (" in last_line(nodes[1]), nodes[1].text()
+
+
+def test_hints_name_only_what_follows(monkeypatch):
+    """walk16b B2, B10: --node stop's refusal said every node's SIGTERM is an eviction the others wait for (only
+    node 0's is); a node node 0 declared lost for its own pause said it waited "for node 0 to come back (its
+    restart policy)", though node 0 never left."""
+    import re
+    import time
+
+    from loopback_hub import Cluster, Launcher
+    from nodeweave.entrypoint import nodeinfo
+    from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
+
+    refusal = nodeinfo.main_run_error([{"pid": 2333, "main": False}])
+    assert "kill -TERM 2333" in refusal
+    assert "node 0's SIGTERM is read as an eviction" in refusal and "goes on without it" in refusal, refusal
+    assert "read one node's SIGTERM" not in refusal, refusal
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    log, launcher, jump = [], Launcher(), [0.0]
+    link = LinkWatch(cluster.channels[1], log.append, clock=lambda: time.monotonic() + jump[0], recovery=True,
+                     hub_wait_s=40)
+    link.start(launcher.stop)
+    try:
+        time.sleep(1.0)
+        jump[0] = 20.0  # this node was stopped for 20 s; node 0, which declared it lost, closed its channel
+        cluster.hub.close()
+        assert launcher.stopped.wait(20), log
+        time.sleep(0.2)
+    finally:
+        link.close()
+        cluster.close()
+    said = next(line for line in log if line.startswith("this node was declared lost by node 0 ("))
+    assert re.search(r"node 0 itself may be fine; stopping this node's launcher for recovery: checking in with "
+                     r"node 0 again \(up to 40s, wait_timeout\)", said), said
+    assert "come back" not in said, said
