@@ -83,3 +83,26 @@ def test_hints_name_only_what_follows(monkeypatch):
     assert re.search(r"node 0 itself may be fine; stopping this node's launcher for recovery: checking in with "
                      r"node 0 again \(up to 40s, wait_timeout\)", said), said
     assert "come back" not in said, said
+
+
+def test_one_launcher_ending_is_said_with_one_exit_code_on_every_node(tmp_path):
+    """walk16b B3: node 1, sent SIGTERM, said "this node's launcher ended (exit 143)" while node 0 said of the same
+    end "torchrun exited 1 after SIGTERM": the launcher's end in the same words everywhere, the node's own exit
+    code apart."""
+    import re
+
+    nodes = start(tmp_path, ["--steps", "60", "--interval", "0.2", "--save-every", "5"], spares=1)
+    wait_for_step(nodes[0], 3)
+    nodes[1].proc.send_signal(signal.SIGTERM)  # node 1 leaves; its spare takes its place
+    codes = finish(nodes)
+    assert codes == [0, 143, 0], [n.text() for n in nodes]
+    own = re.search(r"stopped on SIGTERM: this node's launcher ended \((torchrun exited \d+ after SIGTERM); "
+                    r"this node exits 143\)", nodes[1].text())
+    assert own, nodes[1].text()
+    assert f"node 1 (" in nodes[0].text() and f"was stopped (SIGTERM): {own.group(1)}" in nodes[0].text(), \
+        nodes[0].text()
+    [fault] = kept(tmp_path, 0)["history"]
+    assert own.group(1) in fault["why"], fault
+    book = kept(tmp_path, 1)  # node 1's own copy: it stopped, the job went on (class 1)
+    assert (book["decision"], book["code"], book["ended"]) == ("stopped", 143, "stopped by SIGTERM on node 1"), book
+    assert "node 0 decides what follows" in last_line(nodes[1]), nodes[1].text()
