@@ -106,3 +106,49 @@ def test_one_launcher_ending_is_said_with_one_exit_code_on_every_node(tmp_path):
     book = kept(tmp_path, 1)  # node 1's own copy: it stopped, the job went on (class 1)
     assert (book["decision"], book["code"], book["ended"]) == ("stopped", 143, "stopped by SIGTERM on node 1"), book
     assert "node 0 decides what follows" in last_line(nodes[1]), nodes[1].text()
+
+
+def test_a_lost_node_left_out_stays_in_what_the_job_shows(tmp_path):
+    """walk16b B9: a node lost and left out (its spare training in its place) was in no count and no row of node 0's
+    --status, no /status.json row and no /metrics series; it stays there: `lost`, nodeweave_node_up 0."""
+    import os
+    import sys
+
+    import cli_run
+    from free_ports import free_port, free_port_pair
+    from test_walk13_fix13a import SCRIPT, _end, _get, _series, _until
+
+    (tmp_path / "wait.py").write_text(SCRIPT)
+    port, metrics = free_port_pair(), free_port()
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": cli_run.home_beside(tmp_path),
+           "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b9",
+           "NODEWEAVE_WAIT_TIMEOUT": "120", "NODEWEAVE_MASTER_PORT": str(port), "NODEWEAVE_METRICS_PORT": str(metrics),
+           "NODEWEAVE_STALL_WARN": "0", "OMP_NUM_THREADS": "1", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
+           "NODEWEAVE_CHECKPOINT_DIR": str(tmp_path / "ck")}
+    procs = []
+    for rank in range(3):
+        (tmp_path / f"t{rank}").mkdir()
+        procs.append(cli_run.popen([*cli_run.ENTRYPOINT, "--nproc-per-node", "1", "--", "wait.py"], cwd=tmp_path,
+                                   stdout=-1, stderr=-2, env=dict(env, NODE_RANK=str(rank),
+                                                                   TMPDIR=str(tmp_path / f"t{rank}"))))
+    try:
+        _until(metrics, lambda doc: doc.get("phase") == "running", what="the job running")
+        procs[1].kill()  # node 1's entrypoint: the node is gone
+        live = _until(metrics, lambda doc: (doc.get("book") or {}).get("generation") == 1
+                      and doc.get("phase") == "running", limit=120, what="generation 1 running")
+        rows = {n["node"]: n for n in live["nodes"]}
+        assert rows[1]["state"] == "lost" and rows[1]["role"] == "left out", live["nodes"]
+        assert isinstance(rows[1]["heartbeat_age_s"], float), rows[1]
+        scraped = _get(metrics, "/metrics")
+        up = {labels: value for labels, value in _series(scraped, "nodeweave_node_up").items() if 'node="1"' in labels}
+        assert list(up.values()) == [0.0] and 'state="lost"' in next(iter(up)), scraped
+        assert [k for k in _series(scraped, "nodeweave_node_heartbeat_age_seconds") if 'node="1"' in k], scraped
+        status = cli_run.entrypoint("--status", env=dict(env, NODE_RANK="0", TMPDIR=str(tmp_path / "t0")),
+                                    cwd=str(tmp_path))
+        assert status.returncode == 0, status.stdout + status.stderr
+        answer = json.loads(status.stdout)
+        assert answer["summary"]["nodes"] == 3 and answer["summary"]["states"].get("lost") == 1, answer["summary"]
+        [row] = [n for n in answer["nodes"] if (n.get("fp") or {}).get("rank") == 1]
+        assert row["state"].startswith("lost: node 1") and row["silent_s"] is not None, row
+    finally:
+        _end(tmp_path, procs)
