@@ -125,8 +125,8 @@ def families(live, now=None):
             if row["silent_s"] is not None:
                 beats.append((dict(base, node=str(row["node"])), row["silent_s"]))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
-    family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
-           ups)
+    family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating, 0 once it ended or recovery "
+           "left it out and it is not back (state lost or stopped); its state and role as labels.", ups)
 
     # --- ranks: the stall watch's views ---
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
