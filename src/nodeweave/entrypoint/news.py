@@ -119,6 +119,9 @@ class News:
                 return out
 
 
+FOR_GOOD = 2  # a node left out this many times is never taken back (recovery/book.py's; every view reads it here)
+
+
 def left_out_now(book):
     """The identities a book (its JSON: ``Book.to_json``) leaves out of its generation now, sorted: ``left_out``'s
     keys (every node ever left out, each with how many times) less the generation's members and spares. Every
@@ -134,8 +137,6 @@ def absent(book, present, now=None):
     what the job shows, ``lost: <why>`` (``stopped: <why>`` for one sent a stop signal), silent since node 0
     judged the fault that left it out, never dropped from --status, /status.json and /metrics (walk16b B9: a node
     frozen 16 s was in no count, no row and no series; a vanished series fires no ``== 0`` alert)."""
-    from .recovery.book import FOR_GOOD
-
     now = time.time() if now is None else now
     counts, why = book.get("left_out") or {}, book.get("why") or {}
     faults = {}
