@@ -44,7 +44,7 @@ def test_every_nodes_kept_book_says_how_the_job_ended_whatever_its_role(tmp_path
     assert (zero["decision"], zero["code"], zero["ended"]) == ("stopped", 130, "stopped by SIGINT, Ctrl-C on node 0")
     assert (one["decision"], one["code"]) == ("stopped", codes[1]), one
     assert one["ended"].startswith("node 0 (") and "SIGINT" in one["ended"], one
-    assert "recovery: the job ends: stopped by SIGINT, Ctrl-C on node 0 (exit 130)" in last_line(nodes[0])
+    assert "recovery: the job ends: stopped by SIGINT, Ctrl-C on node 0; this node exits 130" in last_line(nodes[0])
     assert "recovery: the job ends: node 0 (" in last_line(nodes[1]), nodes[1].text()
 
 

@@ -89,7 +89,7 @@ class Generations:
 
                 code = node_loop(self)
         except SystemExit as stop:  # a stop signal with no launcher running (``supervise.stop_waiting``): 128+N
-            if isinstance(stop.code, int):
+            if isinstance(stop.code, int) and stop.code > 128:
                 self._close(stop.code, stopped=stop.code - 128)
             raise
         finally:
@@ -113,6 +113,7 @@ class Generations:
         import time
 
         from ..news import said_stop
+        from .hub import stop_asked
         from .setup import STOP_SIGNALS
 
         book = self.book
@@ -126,15 +127,18 @@ class Generations:
             tail = "" if book.role in (None, Role.TRAINING) else f"; this node was not needed ({book.role.value})"
         elif sent is not None:
             ended = f"stopped by {said_stop(sent)} on node {self.identity}"
-            tail = ("" if self.identity == 0 else "; node 0 decides what follows: the job goes on without this "
-                    "node when a spare or the minimum allows, else it ends")
+            tail = ("; node 0 decides what follows: the job goes on without this node when a spare or the minimum "
+                    "allows, else it ends" if self.identity != 0 else
+                    "" if sent == "SIGINT" or stop_asked(self.settings) else  # a person's stop ends the job
+                    f"; the others wait up to {self.settings.get('wait_timeout', 600):g}s (wait_timeout) for node 0 "
+                    "to come back (its restart policy: an eviction's SIGTERM)")
         elif ending is not None:
             ended, tail = ending, ""
         else:
             return
         self.keep(decide.closed(book, code, time.time(), ended))
         said = ended if code == 0 else f"this node stopped: {ended}" if tail else f"the job ends: {ended}"
-        self.log(f"recovery: {said}{tail} (exit {code})")
+        self.log(f"recovery: {said}{tail}; this node exits {code}")
 
     def ended_before(self, plan):
         """The exit code of a job that already ended for good in this container (8, 9 or 10 in the record it kept), or None.

@@ -97,12 +97,7 @@ class HubSide:
             hub = self._new_hub(hub)
 
     def _stop_asked(self):
-        """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
-        eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
-        from ..running.runstate import STOP_ASKED, run_dir
-
-        run_id = self.settings.get("run_id")
-        return bool(run_id) and os.path.exists(os.path.join(run_dir(self.settings.env, run_id), STOP_ASKED))
+        return stop_asked(self.settings)
 
     def _saves_before(self, hub):
         """Generation 0's line between another job's saves and this one's (``setup.saves_before``); node 0 come
@@ -307,6 +302,15 @@ class HubSide:
         next generation waits for these, ``heartbeat.STOPPING``)."""
         return [p.fp.get("rank") for p in watch.hub.peers  # one sent a stop signal has exited (walk13b B1)
                 if (p.stopping or p.done is not None) and not (p.done or {}).get("lost") and not stop_sent(p.done)]
+
+
+def stop_asked(settings):
+    """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
+    eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
+    from ..running.runstate import STOP_ASKED, run_dir
+
+    run_id = settings.get("run_id")
+    return bool(run_id) and os.path.exists(os.path.join(run_dir(settings.env, run_id), STOP_ASKED))
 
 
 def say_stop(book, log):
