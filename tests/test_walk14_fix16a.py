@@ -121,7 +121,8 @@ def test_a18_every_verb_that_would_kill_or_refuse_a_run_in_progress_is_refused_a
 # The node lines that name the launcher's output after a stop (entrypoint: supervise's stop line, the heartbeat's and
 # the stall watch's "its output from here on"), each as a node prints it.
 AFTER_STOP_LINES = {
-    "stop line": "nodeweave-entrypoint: stopped on SIGTERM: this node's launcher ended (exit 143); the launcher's "
+    "stop line": "nodeweave-entrypoint: stopped on SIGTERM: this node's launcher ended (torchrun exited 1 after "
+                 "SIGTERM; this node exits 143); the launcher's "
                  "output after the signal (its traceback of it): {path}",
     "heartbeat": "nodeweave-entrypoint: node 0 (job-0) was stopped (SIGTERM): stopping this node's launcher (exit 5); "
                  "its output from here on: {path}",

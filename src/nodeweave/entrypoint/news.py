@@ -119,6 +119,9 @@ class News:
                 return out
 
 
+FOR_GOOD = 2  # a node left out this many times is never taken back (recovery/book.py's; every view reads it here)
+
+
 def left_out_now(book):
     """The identities a book (its JSON: ``Book.to_json``) leaves out of its generation now, sorted: ``left_out``'s
     keys (every node ever left out, each with how many times) less the generation's members and spares. Every
@@ -126,6 +129,31 @@ def left_out_now(book):
     out while it trained, and the ``nodeweave_nodes_left_out`` gauge counted it)."""
     back = set(book.get("members") or ()) | set(book.get("spares") or ())
     return sorted(node for node in (int(key) for key in (book.get("left_out") or {})) if node not in back)
+
+
+def absent(book, present, now=None):
+    """The nodes a book (its JSON) leaves out now (``left_out_now``) that are not checked in (``present``: the
+    identities node 0 holds a connection of): [{"node", "state", "role", "silent_s"}] by identity. Each stays in
+    what the job shows, ``lost: <why>`` (``stopped: <why>`` for one sent a stop signal), silent since node 0
+    judged the fault that left it out, never dropped from --status, /status.json and /metrics (walk16b B9: a node
+    frozen 16 s was in no count, no row and no series; a vanished series fires no ``== 0`` alert)."""
+    now = time.time() if now is None else now
+    counts, why = book.get("left_out") or {}, book.get("why") or {}
+    faults = {}
+    for fault in book.get("history") or ():  # the newest fault of each node, oldest first in the history
+        if isinstance(fault, dict) and fault.get("node") is not None:
+            faults[fault["node"]] = fault
+    rows = []
+    for node in left_out_now(book):
+        if node in present:
+            continue
+        fault = faults.get(node) or {}
+        word = "stopped" if fault.get("cause") == Cause.STOPPED.value else "lost"
+        at = fault.get("at")
+        rows.append({"node": node, "state": f"{word}: {why.get(str(node)) or 'not checked in again'}",
+                     "role": "out for good" if counts.get(str(node), 0) >= FOR_GOOD else "left out",
+                     "silent_s": round(max(0.0, now - at), 1) if isinstance(at, (int, float)) else None})
+    return rows
 
 
 def by_node(peer):

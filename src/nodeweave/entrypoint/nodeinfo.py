@@ -229,7 +229,9 @@ def main_run_error(main):
     return (f"this node runs its job as its main command (run mode: nodeweave-entrypoint, {where}), not as a run "
             "`nodeweave run` recorded: --node stop stops only those, and nothing was stopped. To stop this job stop "
             "the container (`nodeweave down`, or the engine's stop) or the process (`kill -TERM "
-            f"{pids}`; under recovery the other nodes read one node's SIGTERM as an eviction and wait for it); to "
+            f"{pids}`; under recovery node 0's SIGTERM is read as an eviction the others wait for, up to "
+            "wait_timeout, and any other node's ends its place: the job goes on without it when a spare or the "
+            "minimum allows, else it ends); to "
             "stop jobs by their run id, start the nodes with `nodeweave up --hold` and each job with `nodeweave run`")
 
 

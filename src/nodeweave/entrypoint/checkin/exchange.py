@@ -286,6 +286,14 @@ class Hub:
             if self.verdict is not None and peer.done is None:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
             nodes.append(node)
+        book = (self.verdict or {}).get("recovery")
+        if isinstance(book, dict):  # a node recovery left out that is not back: listed and counted (walk16b B9)
+            from ..news import absent
+
+            here = {(peer.fp or {}).get("rank") for peer in self.peers}
+            nodes += [{"fp": {"rank": row["node"]}, "seen": None, "probe": None, "own": False, "state": row["state"],
+                       "silent_s": row["silent_s"]} for row in absent(book, here)]
+            nodes[1:] = sorted(nodes[1:], key=lambda node: (node["fp"] or {}).get("rank") or 0)
         whole = whole or len(nodes) <= WHOLE_UP_TO
         ranks = self.live_status(stacks) if self.live_status is not None else None
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
@@ -293,7 +301,6 @@ class Hub:
         waiting_for = self.waiting()
         if waiting_for is not None:  # which nodes node 0 still waits for, and how long
             answer["waiting"] = waiting_for
-        book = (self.verdict or {}).get("recovery")
         if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
             from ..news import left_out_now
 

@@ -166,8 +166,12 @@ class Watch(WatchSurface):
         why = "stalled" if code == EXIT_STALLED else "another node was stopped" if stopped else "another node failed"
         if job_ends:
             self.job_ended = True
+        lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
+        # node 0 declared this node lost and never left: it is checked in with again, not waited for (walk16b B10)
+        again = (f"checking in with node 0 again (up to {self.hub_wait_s:g}s, wait_timeout): the job may have gone "
+                 "on without this node, or ended") if lost_by and self.recovery else None
         then = (f"(exit {code}: {why}): a deliberate stop of node 0 ends the job on every node, under recovery too"
-                if job_ends else
+                if job_ends else f"for recovery: {again}" if again else
                 f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
                 "restart policy) and checking in with it again" if self.recovery and hub_gone else
                 "for recovery (node 0 decides the next generation)" if self.recovery else f"(exit {code}: {why})")
@@ -176,7 +180,8 @@ class Watch(WatchSurface):
         stopping = ("this node runs no launcher (it waits this generation out)" if self.sitting_out else
                     "stopping this node's launcher")
         if self.sitting_out and self.recovery and not job_ends:
-            then = (f"and waits up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its restart "
+            then = (f"and is {again}" if again else
+                    f"and waits up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its restart "
                     "policy), then checks in with it again" if hub_gone else
                     "and checks in again: node 0 decides the next generation, which may give it a place")
         if code == EXIT_STALLED:
@@ -184,7 +189,6 @@ class Watch(WatchSurface):
                 self.log(line)
             self.log(f"the job stalled at {label}: {lines[0]}; {stopping} {then}")
         else:
-            lost_by = report.get("declared_lost_by")  # this node paused, node 0 alive (walk10 B10)
             was = (f"was stopped ({said_stop(stopped)})" if stopped else
                    f"was declared lost by {lost_by}" if lost_by else "failed")
             self.log(f"{label} {was}: {lines[0]}; {stopping} {then}")
@@ -195,11 +199,11 @@ class Watch(WatchSurface):
         elif stop:
             stop(GRACE_S)
 
-    def _say_stopped(self, stopped, code, aside=None):
-        """This node was sent a stop signal and its launcher ended: one line of its own (walk9 B9: a Ctrl-C on
-        node 0 left only torchrun's tracebacks)."""
+    def _say_stopped(self, stopped, code, aside=None, how=None):
+        """This node was sent a stop signal and its launcher ended (``how``): one line of its own (walk9 B9: a
+        Ctrl-C on node 0 left only torchrun's tracebacks)."""
         line = said_stopped(stopped, code, aside, "the others are told it left" if self.elastic else
-                            self._after_own_stop())
+                            self._after_own_stop(), how=None if self.sitting_out else how)
         if self.sitting_out:  # node 0 holding no training slot had no launcher to end (walk12b B5)
             line = line.replace("this node's launcher ended", "no launcher was running", 1)
         self.log(line)
@@ -207,6 +211,14 @@ class Watch(WatchSurface):
     def job_was_ended(self):
         """Node 0 was stopped on purpose and told this node the job ends (walk10 B3): no generation follows."""
         return self.job_ended
+
+    def ended_by(self):
+        """Why node 0 ended the job, in words, once it told this node so (``job_was_ended``), else None: what this
+        node's kept book and last line say (walk16b B12)."""
+        if not self.job_ended or self.failure is None:
+            return None
+        label, report = self.failure
+        return f"{label} was stopped ({said_stop(stop_sent(report) or 'a stop signal')}) on purpose"
 
     def ends_job(self, stopped):
         """Node 0 was stopped by a person: Ctrl-C (SIGINT), or any stop `nodeweave stop` asked for (its mark in the
@@ -397,7 +409,7 @@ class LinkWatch(LinkStall, Watch):
         so, its launcher's output (the signal's tracebacks) not relayed."""
         self.stopping.set()
         if stopped and self.failure is None and code:
-            self._say_stopped(stopped, code, aside)
+            self._say_stopped(stopped, code, aside, how)
         if (self.failure is None or error) and not self.closing:
             report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code and not stopped else []}
             if stopped:
@@ -757,7 +769,7 @@ class HubWatch(HubStall, Watch):
             report["stopped"] = stopped
             self.own_stop = stopped
             if self.failure is None and code != 0:
-                self._say_stopped(stopped, code, aside)
+                self._say_stopped(stopped, code, aside, how)
         if error:
             report["error"] = error
         if code != 0:  # after another node's failure stopped it, evidence of its error only, never the culprit

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, left_out_now, stop_sent, waiting
+from ..news import absent, by_node, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -119,9 +119,14 @@ def families(live, now=None):
             ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
                 ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
                 1 if peer.done is None else 0))
+        for row in absent(book, {(peer.fp or {}).get("rank") for peer in peers}, now):  # 0, never absent (B9)
+            labels = dict(base, node=str(row["node"]), state=row["state"].split(":")[0], role=row["role"])
+            ups.append((labels, 0))
+            if row["silent_s"] is not None:
+                beats.append((dict(base, node=str(row["node"])), row["silent_s"]))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
-    family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
-           ups)
+    family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating, 0 once it ended or recovery "
+           "left it out and it is not back (state lost or stopped); its state and role as labels.", ups)
 
     # --- ranks: the stall watch's views ---
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
@@ -305,6 +310,10 @@ def status(live, now=None):
             fp = peer.fp or {}
             nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
                           "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
+        here = {(peer.fp or {}).get("rank") for peer in watch.hub.peers}  # a node left out, not back (B9)
+        nodes += [{"node": row["node"], "host": None, "state": row["state"].split(":")[0], "role": row["role"],
+                   "heartbeat_age_s": row["silent_s"]} for row in absent(live.book() or {}, here, now)]
+        nodes[1:] = sorted(nodes[1:], key=lambda row: row["node"] if isinstance(row["node"], int) else 1 << 30)
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     ratios = _ratios(watch)
     rate = live.rates()

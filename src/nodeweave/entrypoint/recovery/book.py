@@ -29,9 +29,7 @@ import dataclasses
 import enum
 from typing import Dict, Optional, Tuple
 
-from ..news import Cause, GenRank, NodeId, Word  # Cause: a fault's, as the failure news names it
-
-FOR_GOOD = 2  # a node left out this many times is never taken back
+from ..news import FOR_GOOD, Cause, GenRank, NodeId, Word  # Cause: a fault's, as the failure news names it
 
 
 class Role(Word):

@@ -97,11 +97,14 @@ def finished(book):
     return _stop(book, 0, "the job finished")
 
 
-def closed(book, code, at):
-    """The book as node 0 keeps it when its launcher ended the job: ``done`` (exit 0, ``finished`` at ``at``)
-    or ``stopped`` (a stop signal)."""
-    return replace(book, decision=Decision.DONE if code == 0 else Decision.STOPPED,
-                   finished=at if code == 0 else None)
+def closed(book, code, at, ended=None):
+    """The book as a node keeps it once the job ended for it by its launcher or a stop signal, whatever its role:
+    ``done`` (exit 0, ``finished`` at ``at``) or ``stopped`` (``ended`` says whose stop), with the node's exit
+    ``code`` and ``ended`` in words (docs/recovery.md "Seen and kept"; walk16b B4, B12: a member's copy, and a
+    stopped node 0's, kept ``start`` with no code)."""
+    done = code == 0
+    return replace(book, decision=Decision.DONE if done else Decision.STOPPED, finished=at if done else None,
+                   code=code, ended=ended or ("the job finished" if done else f"stopped (exit {code})"))
 
 
 def _progress(book, step, limit):

@@ -35,6 +35,8 @@ class Generations:
     def __init__(self, settings, log, start=None):
         self.settings, self.log, self.start = settings, log, start
         self.received = []
+        self.book = None     # this node's copy of the book, as last kept (``keep``)
+        self.ending = None   # why the job ended when node 0 told this node (its deliberate stop), in words
 
     def requires(self, plan):
         """Node 0 learns of faults through the check-in exchange and its heartbeat: without them, refused."""
@@ -81,12 +83,62 @@ class Generations:
             if self.checkin.hub is not None:
                 from .hub import hub_loop
 
-                return hub_loop(self)
-            from .node import node_loop
+                code = hub_loop(self)
+            else:
+                from .node import node_loop
 
-            return node_loop(self)
+                code = node_loop(self)
+        except SystemExit as stop:  # a stop signal with no launcher running (``supervise.stop_waiting``): 128+N
+            if isinstance(stop.code, int) and stop.code > 128:
+                self._close(stop.code, stopped=stop.code - 128)
+            raise
         finally:
             self.warm.discard()
+        self._close(code)
+        return code
+
+    def keep(self, book):
+        """This node's copy of the book kept (``setup.keep``) and remembered: the job's end closes it."""
+        from .setup import keep
+
+        self.book = book
+        keep(self.settings, self.plan.topology, book)
+
+    def _close(self, code, stopped=None):
+        """The job ended on this node by its launcher (exit 0: it finished) or a stop signal (this node's, or node
+        0's, which ends the job on every node): its kept book says so, whatever its role, with its exit code and
+        why in words, and its last line says the same (docs/recovery.md "Seen and kept"; walk16b B4, B12). A book
+        node 0 already ended (recovery's stop) stands as it is; a stop of another kind (node 0 gone) leaves it."""
+        import signal
+        import time
+
+        from ..news import said_stop
+        from .hub import stop_asked
+        from .setup import STOP_SIGNALS
+
+        book = self.book
+        if book is None or book.decision.ended:
+            return
+        names = {int(getattr(signal, name)): name for name in STOP_SIGNALS}
+        sent = next((names[s] for s in self.received if s in names), None) or names.get(stopped)
+        ending = self.ending  # node 0 stopped on purpose, as this member heard it (node.py)
+        if code == 0:
+            ended = "the job finished" + (f" after {book.restarts} recovery(ies)" if book.restarts else "")
+            tail = "" if book.role in (None, Role.TRAINING) else f"; this node was not needed ({book.role.value})"
+        elif sent is not None:
+            ended = f"stopped by {said_stop(sent)} on node {self.identity}"
+            tail = ("; node 0 decides what follows: the job goes on without this node when a spare or the minimum "
+                    "allows, else it ends" if self.identity != 0 else
+                    "" if sent == "SIGINT" or stop_asked(self.settings) else  # a person's stop ends the job
+                    f"; the others wait up to {self.settings.get('wait_timeout', 600):g}s (wait_timeout) for node 0 "
+                    "to come back (its restart policy: an eviction's SIGTERM)")
+        elif ending is not None:
+            ended, tail = ending, ""
+        else:
+            return
+        self.keep(decide.closed(book, code, time.time(), ended))
+        said = ended if code == 0 else f"this node stopped: {ended}" if tail else f"the job ends: {ended}"
+        self.log(f"recovery: {said}{tail}; this node exits {code}")
 
     def ended_before(self, plan):
         """The exit code of a job that already ended for good in this container (8, 9 or 10 in the record it kept), or None.

@@ -12,7 +12,7 @@ from ..news import Cause, News, stop_sent
 from . import decide
 from .book import Book, Decision
 from ..world import world_size
-from .setup import keep, newest_checkpoint, saves_before, user_stopped
+from .setup import newest_checkpoint, saves_before, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
@@ -58,7 +58,7 @@ class HubSide:
             # written once every node was told (the record is for --explain and doctor later: at 4,096 nodes its
             # whole verdict is ~0.1 s of JSON and disk that no node's role waits for any more)
             record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
-            keep(self.settings, self.plan.topology, decide.kept_by(book, 0))
+            self.gens.keep(decide.kept_by(book, 0))
             if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if ended and book.decision is not Decision.STOP:  # said once decided: a generation that never
@@ -82,11 +82,7 @@ class HubSide:
                 self.gens.hold_warm(book.role_of(0))
                 self.gens.watch_aside(watch)
                 code = self._hub_only(watch)
-            if code == 0 or user_stopped(self.gens.received):
-                book = decide.closed(book, code, time.time())
-                keep(self.settings, self.plan.topology, book)
-                if code == 0 and book.restarts:
-                    self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
+            if code == 0 or user_stopped(self.gens.received):  # the book closed, and said, by ``Generations``
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
                 return code
@@ -101,12 +97,7 @@ class HubSide:
             hub = self._new_hub(hub)
 
     def _stop_asked(self):
-        """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
-        eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
-        from ..running.runstate import STOP_ASKED, run_dir
-
-        run_id = self.settings.get("run_id")
-        return bool(run_id) and os.path.exists(os.path.join(run_dir(self.settings.env, run_id), STOP_ASKED))
+        return stop_asked(self.settings)
 
     def _saves_before(self, hub):
         """Generation 0's line between another job's saves and this one's (``setup.saves_before``); node 0 come
@@ -311,6 +302,15 @@ class HubSide:
         next generation waits for these, ``heartbeat.STOPPING``)."""
         return [p.fp.get("rank") for p in watch.hub.peers  # one sent a stop signal has exited (walk13b B1)
                 if (p.stopping or p.done is not None) and not (p.done or {}).get("lost") and not stop_sent(p.done)]
+
+
+def stop_asked(settings):
+    """`nodeweave stop` (``--node stop``) marked this run before its SIGTERM: a person ending the job, not an
+    eviction recovery waits out (``runstate.STOP_ASKED``); a job without a run id is never so marked."""
+    from ..running.runstate import STOP_ASKED, run_dir
+
+    run_id = settings.get("run_id")
+    return bool(run_id) and os.path.exists(os.path.join(run_dir(settings.env, run_id), STOP_ASKED))
 
 
 def say_stop(book, log):

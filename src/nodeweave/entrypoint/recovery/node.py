@@ -6,7 +6,7 @@ from ..errors import EXIT_PEER_FAILED
 from . import decide
 from .book import Book, Decision, Role
 from .carried import carried
-from .setup import keep, user_stopped
+from .setup import user_stopped
 
 # what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
 # the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh, and waits for
@@ -41,7 +41,7 @@ class NodeSide:
 
                 raise refusal_error(verdict)
             book = Book.from_json(verdict.get("recovery") or {})
-            keep(self.settings, self.plan.topology, decide.kept_by(book, self.identity))
+            self.gens.keep(decide.kept_by(book, self.identity))
             self.carried = carried(book.to_json(public=True))
             if book.decision is Decision.STOP:
                 from .hub import say_stop
@@ -56,6 +56,7 @@ class NodeSide:
                 code = self.gens.launch(book, verdict, watch)
                 self.lost_silent = watch.lost_for()  # the next check-in's failure says it
                 if code == 0 or user_stopped(self.gens.received) or watch.job_was_ended():
+                    self.gens.ending = watch.ended_by()
                     return code  # job_was_ended: node 0 was stopped on purpose, the job ends here too (B3)
                 continue
             self.gens._say_role(book, role)
@@ -64,9 +65,9 @@ class NodeSide:
             self.lost_silent = watch.lost_for()
             channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
             if watch.job_was_ended():  # node 0 was stopped on purpose: the job ends on every node (walk10 B3)
+                self.gens.ending = watch.ended_by()
                 return EXIT_PEER_FAILED
-            if job_over:
-                self.log("recovery: the job finished; this node was not needed")
+            if job_over:  # said, and kept, by ``Generations`` ("this node was not needed")
                 return 0
 
     def _join(self):

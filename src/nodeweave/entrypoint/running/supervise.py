@@ -134,11 +134,14 @@ def launcher_gone(previous):
         signal.signal(sig, stop_waiting if sig in stopping else handler)
 
 
-def said_stopped(stopped, code, aside=None, others=None):
+def said_stopped(stopped, code, aside=None, others=None, how=None):
     """The one line a node sent a stop signal says once its launcher ended (every watch's: walk9 B9, walk10 B9):
-    the signal, the exit code, what the others hear, and the file holding the launcher's tracebacks of it."""
+    the signal, how the launcher ended (``how_it_ended``'s words, as node 0's line and the book say it) apart from
+    this node's own exit code (walk16b B3: "launcher ended (exit 143)" beside node 0's "torchrun exited 1"), what
+    the others hear, and the file holding the launcher's tracebacks of it."""
     ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
-    return (f"stopped on {stopped}{ctrl_c}: this node's launcher ended (exit {code})" +
+    ended = f"{how}; this node exits {code}" if how else f"this node exits {code}"
+    return (f"stopped on {stopped}{ctrl_c}: this node's launcher ended ({ended})" +
             (f"; {others}" if others else "") +
             (f"; the launcher's output after the signal (its traceback of it): {aside}" if aside else ""))
 

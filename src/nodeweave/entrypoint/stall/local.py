@@ -67,7 +67,7 @@ class LocalWatch(FaultSeam):
         if stopped and code and self.failure is None:
             from ..running.supervise import said_stopped
 
-            self.log(said_stopped(stopped, code, aside))
+            self.log(said_stopped(stopped, code, aside, how=how))
         return EXIT_STALLED if self.failure is not None else None
 
     # --- node 0's side of the heartbeat, with no other node -------------------------------------------
