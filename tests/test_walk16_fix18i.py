@@ -100,3 +100,44 @@ def test_status_says_what_answers_without_guessing_the_program_behind_a_port(cas
     finally:
         for listener in listeners:
             listener.close()
+
+
+def _explain(env, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    full = {"TMPDIR": str(tmp_path), **env}
+    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"],
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC, **full},
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_variable_kept_for_the_ranks_says_how_to_do_what_was_meant(tmp_path):
+    """B7: NODEWEAVE_RESUME_FROM set by a user (a save of their choice) drew only 'not passed to them'; an empty
+    one drew the same. Now the line says how to start from a save of one's choice (docs/recovery.md), and one set
+    but empty is just ignored, for every variable nodeweave sets for the ranks (``variables.SET_FOR_RANKS``)."""
+    from nodeweave.entrypoint.planning.variables import SET_FOR_RANKS
+
+    env = {"NODEWEAVE_NNODES": "1", "NODEWEAVE_RESUME_FROM": "/ck/ckpt_200.pt",
+           **{name: "" for name in SET_FOR_RANKS if name != "NODEWEAVE_RESUME_FROM"}}
+    code, out = _explain(env, tmp_path)
+    assert code == 0, out
+    assert ("NODEWEAVE_RESUME_FROM=/ck/ckpt_200.pt in this node's environment is nodeweave's to set for the ranks"
+            in out and "load it in the script yourself at generation 0 (NODEWEAVE_RESTART_COUNT=0)" in out), out
+    for name in SET_FOR_RANKS:
+        if name != "NODEWEAVE_RESUME_FROM":
+            assert f"{name}= in this node's environment is set but empty: ignored" in out, out
+
+
+def test_the_masters_source_is_worded_as_the_platform_names_it(tmp_path):
+    """B14: a JobSet's (an Indexed Job's) pod without MASTER_ADDR planned the master as 'StatefulSet pod 0 of ...'
+    (in the plan and the export's comment); now 'the pod of index 0 of Job ...', a StatefulSet's still its own."""
+    jobset = {"JOB_COMPLETION_INDEX": "1", "POD_NAME": "rjob-node-0-1", "NODEWEAVE_SERVICE": "rjob",
+              "POD_NAMESPACE": "ml", "NODEWEAVE_NNODES": "2", "NODEWEAVE_EXCHANGE": "off"}
+    code, out = _explain(jobset, tmp_path)
+    assert code == 0, out
+    assert "StatefulSet" not in out, out
+    assert out.count("the pod of index 0 of Job 'rjob-node-0' (Indexed Job / JobSet) behind Service 'rjob'") == 2, out
+    sts = {"POD_NAME": "llama-1", "NODEWEAVE_SERVICE": "llama", "POD_NAMESPACE": "ml", "NODEWEAVE_NNODES": "2",
+           "NODEWEAVE_EXCHANGE": "off"}
+    code, out = _explain(sts, tmp_path)
+    assert code == 0 and "StatefulSet pod 0 of 'llama' behind Service 'llama'" in out, out
