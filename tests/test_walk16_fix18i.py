@@ -141,3 +141,33 @@ def test_the_masters_source_is_worded_as_the_platform_names_it(tmp_path):
            "NODEWEAVE_EXCHANGE": "off"}
     code, out = _explain(sts, tmp_path)
     assert code == 0 and "StatefulSet pod 0 of 'llama' behind Service 'llama'" in out, out
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from team_folder import make_team
+
+    (tmp_path / "bob").mkdir()
+    return make_team(tmp_path / "bob", monkeypatch)
+
+
+def test_a_run_on_nodes_made_with_another_launcher_says_so_and_the_way_to_the_spec_s(capsys, team, monkeypatch):
+    """A26: nodes held with `launcher.type: command`, the spec then edited to torchrun: the run judged the command
+    for torchrun, the nodes ran it with command, and node 0 said 'use launcher torchrun', which the spec already
+    did. Now the run is refused before any node (a dry run says it would be), naming the launcher the nodes were
+    made with and what applies the spec's; --launcher given for the run is the run's own choice."""
+    from cli_run import in_process as run_cli, one_line
+    from team_folder import SPEC, fake_engines
+    from test_walk15_fix17b import _made_by_up
+
+    fake_engines(team, monkeypatch, "podman")
+    _made_by_up(team, SPEC.replace("type: torchrun", "type: command"))
+    (team / "nodeweave.yaml").write_text(SPEC)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")
+    said = out + err
+    assert "nodes were made with launcher command" in said and "applies the spec's torchrun" in said, said
+    assert "the real run would end with exit 2" in said, said
+    code, out, err = run_cli(capsys, "run", "--", "train.py")
+    assert code == 2 and "nodes were made with launcher command" in one_line(err), (out, err)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--launcher", "torchrun", "--", "train.py")
+    assert "nodes were made with launcher" not in out + err, (out, err)
