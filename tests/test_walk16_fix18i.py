@@ -171,3 +171,48 @@ def test_a_run_on_nodes_made_with_another_launcher_says_so_and_the_way_to_the_sp
     assert code == 2 and "nodes were made with launcher command" in one_line(err), (out, err)
     code, out, err = run_cli(capsys, "run", "--dry-run", "--launcher", "torchrun", "--", "train.py")
     assert "nodes were made with launcher" not in out + err, (out, err)
+
+
+def test_explain_on_a_node_of_the_running_job_reads_its_traces_as_its_own(tmp_path):
+    """B8: --explain on the spare and on node 0 of a running job (job w16d, saves step-20 and step-40) said its
+    saves were 'from before this job ... (another run's)', its claim 'in use by another job now: job w16d' and its
+    master port held by 'another job, a leftover torchrun'. Now the same job id is recognised in each trace: the
+    job runs now, its saves are its own (a fault resumes from step-40), and node 0's start here would be a second
+    node 0 of it."""
+    import json
+    import time
+
+    base = free_ports(2)
+    work = tmp_path / "ws"
+    import zipfile
+
+    (work / "ck").mkdir(parents=True)
+    for step in (20, 40):  # torch.save's zip layout
+        with zipfile.ZipFile(work / "ck" / f"step-{step}.pt", "w") as save:
+            save.writestr(f"step-{step}/data.pkl", b"x")
+    (work / "train.py").write_text("print(1)\n")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # the running node 0
+    listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange", job="w16d")]
+    try:
+        (work / "ck" / ".nodeweave-claim").write_text(json.dumps(
+            {"job": "w16d", "run": None, "host": socket.gethostname(), "pid": holder.pid, "since": time.time() - 60}))
+        env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}", "PYTHONPATH": SRC,
+               "TMPDIR": str(tmp_path), "NODEWEAVE_JOB_ID": "w16d", "MASTER_ADDR": "127.0.0.1",
+               "NODEWEAVE_MASTER_PORT": str(base), "NODEWEAVE_NNODES": "2", "NODEWEAVE_SPARES": "1",
+               "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": "ck"}
+        said = {}
+        for rank in ("0", "2"):
+            done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node-rank", rank, "--explain",
+                                   "--", "train.py"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+            said[rank] = done.stdout + done.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        for listener in listeners:
+            listener.close()
+    for rank, out in said.items():
+        assert "another run's" not in out and "another job" not in out and "leftover torchrun" not in out, out
+        assert "job 'w16d' runs now" in out, out
+        assert "step-40" in out and "is its own: a fault now resumes from it" in out, out
+    assert "second node 0" in said["0"] and "master port" in said["0"] and "held by this job's own node 0" in said["0"], \
+        said["0"]
