@@ -19,7 +19,9 @@ import pytest
 
 from free_ports import free_ports
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+import nodeweave
+
+SRC = str(Path(nodeweave.__file__).resolve().parents[1])  # the nodeweave this test imports, in the entrypoints too
 
 
 def entrypoint(argv, env, timeout=60):
