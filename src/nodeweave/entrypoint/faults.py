@@ -92,10 +92,10 @@ def _running_own(path, job, found, step, earlier, scan):
     held = running(path, job) if job and earlier is not None else None
     if held is None or not isinstance(held.get("since"), (int, float)):
         return None
-    from .recovery.checkpoints import _newest_mtime
+    from .recovery.checkpoints import newest_written
 
     head = runs_now(held)
-    if found is not None and _newest_mtime(found) > held["since"]:
+    if found is not None and newest_written(found) > held["since"]:
         scan.update(resume_from=found, before_job=None, running=True)
         return (f"{head}; {found}" + (f" (step {step})" if step is not None else "") + ", the newest complete save "
                 "there, is its own: a fault now resumes from it")
