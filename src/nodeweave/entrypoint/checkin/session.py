@@ -142,7 +142,7 @@ def wrong_port_hint(info, topo):
     if there == SILENT:  # who stays silent, from what the port is to the job: never one guess for every port
         there += (" (torchrun's c10d store on the job's master port does)" if dialled in (master, (found or 0) - 1)
                   else ": node 0's own exchange does while node 0's entrypoint is not running (stopped, swapping, "
-                  "paused), and the other nodes then declare node 0 lost")
+                  "paused)")
     said = f"; at port {dialled} answers {there}" if there else ""
     if hint is None and master != dialled and "metrics port" in (what_answers(host, master) or ""):
         hint = (f"; at the master port {master} answers node 0's metrics port (HTTP: /metrics and /status.json), "
