@@ -133,7 +133,8 @@ def run_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=judge)
     command, rewritten = judged[0]
     held = held_launcher(backend, launcher)  # one launcher per run: the one the command was judged for
-    backend._spec_change_said = bool(held and not dry_run)  # the refusal's one line says it, not a note before
+    if held and not dry_run:
+        backend._spec_change_said = True  # the refusal's one line says it, not a note before it
     everyone = live_nodes(backend, "run", dry_run)
     if held and not dry_run:
         raise UsageError(f"{held}; nothing was started")
