@@ -113,7 +113,7 @@ def test_a_resume_path_left_in_the_environment_never_reaches_the_ranks(tmp_path,
                              cwd=tmp_path, env=dict(env, MASTER_ADDR="10.0.0.1"), capture_output=True, text=True)
     warnings = [w["message"] if isinstance(w, dict) else w for w in json.loads(explain.stdout)["warnings"]]
     assert any(w.startswith("NODEWEAVE_RESUME_FROM=/old/job/ckpt_9.pt in this node's environment is nodeweave's "
-                            "to set for the ranks") and w.endswith("not passed to them") for w in warnings), warnings
+                            "to set for the ranks") and "not passed to them" in w for w in warnings), warnings
     if recovery == "off":  # a single node runs the command: what it sees is what any rank would
         run = cli_run.entrypoint("--", sys.executable, str(script),
                              cwd=tmp_path, env=dict(env, NODEWEAVE_NNODES="1"), capture_output=True, text=True,

@@ -81,7 +81,7 @@ def run_command(
     from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, hidden_notes, parse_env,
                                          parse_sweeps, sweep_points)
     from nodeweave.hidden import NONE, hide
-    from nodeweave.cluster.onbackend import live_nodes, refuse_busy, require_up
+    from nodeweave.cluster.onbackend import held_launcher, live_nodes, refuse_busy, require_up
     from nodeweave.entrypoint.planning.consistency import no_script
 
     fmt = data_format(as_json, output)
@@ -137,7 +137,12 @@ def run_command(
 
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=judge)
     command, rewritten = judged[0]
+    held = held_launcher(backend, launcher)  # one launcher per run: the one the command was judged for
+    if held and not dry_run:
+        backend._spec_change_said = True  # the refusal's one line says it, not a note before it
     everyone = live_nodes(backend, "run", dry_run)
+    if held and not dry_run:
+        raise UsageError(f"{held}; nothing was started")
     if flag_instead is not None:
         raise flag_instead.refusal(lambda value: _flag_problem(flag_instead.flag, value, spec, everyone, backend))
     shape_notes.append(recovery_shape_note(spec, nodes_wanted, node, everyone))
@@ -171,6 +176,7 @@ def run_command(
                 spec, spec_path, command, launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     said += [f"the real run would end with exit 2: {missing}"] if missing else []
+    said += [f"the real run would end with exit 2: {held}"] if held else []
     said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
     said += [f"the real run would end with exit 2: {lacking}"] if lacking else []
     if profile is not None and not lacking:

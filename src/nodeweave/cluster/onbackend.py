@@ -53,6 +53,30 @@ def spec_changed(backend: Backend) -> Optional[str]:
             f"nodes run as up made them ({_made_file(backend)}); {_applies(backend)}")
 
 
+def held_launcher(backend: Backend, flag: Optional[str]) -> Optional[str]:
+    """Why a run refuses to start while the held nodes were made with another ``launcher.type`` than the spec now
+    says, and ``--launcher`` is not given (walk16a A26: a run judged the command with the spec's torchrun, the nodes
+    ran it with the held command, and node 0's error said to use torchrun, which the spec already did). None:
+    the same launcher, ``--launcher`` given, or not known here."""
+    import yaml
+
+    if flag is not None or not backend.made_stale():
+        return None
+    then = _made_spec_text(backend)
+    try:
+        made = ((yaml.safe_load(then or "") or {}).get("launcher") or {}).get("type") or "torchrun"
+    except (yaml.YAMLError, AttributeError):
+        return None
+    now = backend.spec.launcher.type
+    if then is None or made == now:
+        return None
+    up = "`nodeweave up --hold`" if backend.holds else "`nodeweave up`"
+    return (f"{backend.spec_path.name} says launcher.type {now}, but {backend.spec.name}'s nodes were made with "
+            f"launcher {made} (what `nodeweave up` made: {_made_file(backend)}), which a run on them uses: "
+            f"{up} applies the spec's {now}, recreating every node (what sync and exec put outside the mounts is "
+            f"lost), or give this run --launcher {now}")
+
+
 def note_spec_changed(backend: Backend) -> None:
     """:func:`spec_changed`'s line on stderr, once per command, before a verb reaches the nodes."""
     import sys

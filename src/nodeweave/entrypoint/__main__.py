@@ -83,6 +83,15 @@ def _main(argv):
                 from .running.selfcheck import master_port_busy
 
                 busy = master_port_busy(plan, Root(settings.sysroot))  # what the start refuses (walk8 B13)
+                if busy and (plan.exchange or {}).get("enabled"):
+                    from .checkin.exchange import second_node_0
+
+                    second = second_node_0(plan.exchange["port"], plan.topology.job_id)  # walk16b B8: its own
+                    if second is not None:
+                        emit(plan.warnings, "start-refused-here",
+                             f"master port {plan.topology.master_port.value} is held by this job's own node 0: "
+                             f"{second}; a start here stops with exit {second.exit_code} before any check-in")
+                        busy = None
                 if busy:
                     emit(plan.warnings, "master-port-busy", f"{busy}: a start here refuses the job at its check-in, "
                                                             "exit 3 on every node")

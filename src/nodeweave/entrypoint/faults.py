@@ -33,7 +33,7 @@ def _switch(value):
     return "on" if value else "off"
 
 
-def _resume_from(settings, folder):
+def _resume_from(settings, folder, job=None):
     """(which checkpoint node 0 would hand out now, in words; the same as data, or None) -- a live node only: a
     captured tree has no folder. The data is what a pre-flight script reads from ``--explain --json`` (walk7 B28:
     it was only inside the prose): ``{"folder", "newest_complete", "step", "layout", "passed_over": [{"path",
@@ -70,6 +70,9 @@ def _resume_from(settings, folder):
                               "newest_saved": round(earlier.newest, 3),
                               "cut_off": [os.path.relpath(where, path) for where, _ in earlier.cut_off]}
     scan["resume_from"] = None if earlier is not None else found  # what a fault would resume from: none of those
+    own = _running_own(path, job, found, step, earlier, scan)
+    if own is not None:  # walk16b B8: the running job's own saves are no other run's
+        return own + aside, scan
     earlier = f"; but {earlier_saves(path, earlier)}" if earlier is not None else ""
     if found is None:
         return f"none complete in {path} yet: the next generation starts from scratch{aside}{earlier}", scan
@@ -78,6 +81,26 @@ def _resume_from(settings, folder):
         return (f"nothing this job saved yet ({newest}, the newest complete save there, is from before this job: "
                 f"never handed out){aside}{earlier}"), scan
     return f"{found}" + (f" (step {step})" if step is not None else "") + aside + earlier, scan
+
+
+def _running_own(path, job, found, step, earlier, scan):
+    """While ``job`` itself runs now (its node 0's claim on the folder: ``running.claim.running``), what a fault
+    resumes from: its newest complete save when written after its node 0 started (node 0's clock against the
+    storage's), else none yet; None when the job does not run now or the folder holds no save."""
+    from .running.claim import running, runs_now
+
+    held = running(path, job) if job and earlier is not None else None
+    if held is None or not isinstance(held.get("since"), (int, float)):
+        return None
+    from .recovery.checkpoints import newest_written
+
+    head = runs_now(held)
+    if found is not None and newest_written(found) > held["since"]:
+        scan.update(resume_from=found, before_job=None, running=True)
+        return (f"{head}; {found}" + (f" (step {step})" if step is not None else "") + ", the newest complete save "
+                "there, is its own: a fault now resumes from it")
+    scan["running"] = True
+    return f"{head} and has saved nothing complete here yet: a fault now restarts the script from scratch"
 
 
 def _training_nodes(settings, topo):
@@ -114,7 +137,7 @@ def _recovery_rows(settings, plan):
     rows.append(_row(settings, "spares", spares, f"{spares} more node(s) check in and wait to replace a left-out "
                      "node" if spares else "none: a left-out node's place stays empty"))
     folder = settings.get("checkpoint_dir")
-    now, scan = _resume_from(settings, folder) if folder else (None, None)
+    now, scan = _resume_from(settings, folder, plan.topology and plan.topology.job_id) if folder else (None, None)
     key, row = _row(settings, "checkpoint_dir", folder or "-",
                     "node 0 hands the newest complete checkpoint this job saved to the ranks as "
                     f"NODEWEAVE_RESUME_FROM (never one from before the job started); now: {now}" if folder else

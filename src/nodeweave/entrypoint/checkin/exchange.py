@@ -86,11 +86,15 @@ def exchange_holding(port, host="127.0.0.1", timeout=2):
     return said.get("job") if isinstance(said, dict) and said.get("t") == "challenge" else None
 
 
+SILENT = "a program that accepts the connection and stays silent"
+
+
 def what_answers(host, port, timeout=1.5):
     """What answers on ``host``'s ``port``, in one phrase (walk13 B11): node 0's check-in exchange (its greeting is
     a JSON challenge naming the job), node 0's metrics port (HTTP, whose ``/`` names ``/metrics`` and
-    ``/status.json``), another HTTP server, something that accepts and stays silent (torchrun's store on the
-    master port does), or None when nothing listens."""
+    ``/status.json``), another HTTP server, :data:`SILENT`, or None when nothing listens. Who stays silent is
+    the caller's to guess, from what the port is to the job (walk16b B11: node 0's own stopped exchange was
+    named torchrun's store)."""
     import socket
 
     job = exchange_holding(port, host, timeout)
@@ -116,7 +120,7 @@ def what_answers(host, port, timeout=1.5):
             return "node 0's metrics port (HTTP: /metrics and /status.json)"
         return "an HTTP server"
     if not said:
-        return "a program that stays silent (torchrun's c10d store on the job's master port does)"
+        return SILENT
     return "another program"
 
 

@@ -112,17 +112,19 @@ def wrong_port_hint(info, topo):
     """When --status finds no exchange at the port it dialled: what answers there instead, and where the job's
     exchange answers, with the MASTER_PORT (or NODEWEAVE_EXCHANGE_PORT) that reaches it (walk13 B11: a port
     copied from a log line, the exchange's or the metrics', was dialled + 1 or waited out in silence). Ports next
-    to the one dialled and to the master port are asked, each once; '' when none answers as an exchange."""
-    from .exchange import exchange_holding, what_answers
+    to the one dialled and to the master port, on either side (walk16b B16), are asked, each once; '' when none
+    answers as an exchange and nothing answers at the port dialled."""
+    from .exchange import SILENT, exchange_holding, what_answers
 
     host, dialled, master = info["host"], info["port"], topo.master_port.value
     there = what_answers(host, dialled)
-    said = f"; at port {dialled} answers {there}" if there else ""
-    for port in dict.fromkeys(p for p in (master, dialled - 1, dialled + 1, master + 1)
+    found = hint = None
+    for port in dict.fromkeys(p for p in (master, dialled - 1, dialled + 1, master + 1, master - 1)
                               if p != dialled and 0 < p < 65536):
         job = exchange_holding(port, host, 1.5)
         if job is None:
             continue
+        found = port
         other = f" (job {job}, not {topo.job_id}: give NODEWEAVE_JOB_ID={job})" if job != topo.job_id else ""
         if info["port_source"].startswith("master port"):  # "master port 50500 + 1": none set
             if port == master:
@@ -135,8 +137,17 @@ def wrong_port_hint(info, topo):
                 info["port_source"]
             give = (f"give {set_by}={port}, or leave it out where the exchange is the master port + 1"
                     if port != master + 1 else f"leave {set_by} out: the exchange is the master port + 1")
-        return f"{said}; node 0's check-in exchange answers at port {port}{other}: {give}"
-    return said
+        hint = f"; node 0's check-in exchange answers at port {port}{other}: {give}"
+        break
+    if there == SILENT:  # who stays silent, from what the port is to the job: never one guess for every port
+        there += (" (torchrun's c10d store on the job's master port does)" if dialled in (master, (found or 0) - 1)
+                  else ": node 0's own exchange does while node 0's entrypoint is not running (stopped, swapping, "
+                  "paused)")
+    said = f"; at port {dialled} answers {there}" if there else ""
+    if hint is None and master != dialled and "metrics port" in (what_answers(host, master) or ""):
+        hint = (f"; at the master port {master} answers node 0's metrics port (HTTP: /metrics and /status.json), "
+                "not the job's master port: give the job's master port (MASTER_PORT), whose + 1 is its exchange")
+    return said + (hint or "")
 
 
 def print_status(settings, plan):

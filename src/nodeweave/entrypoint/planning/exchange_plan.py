@@ -189,7 +189,8 @@ def plan_exchange(plan, settings):
 
     try:
         port, port_source, clash = *exchange_port(topo, settings), None
-        _metrics_apart(topo, settings, port, port_source)
+        if not settings.status:  # --status listens on nothing: the node's own metrics port is its environment
+            _metrics_apart(topo, settings, port, port_source)  # (walk16b B17)
     except UsageError as err:
         clash = err
         port = settings.get("exchange_port") or topo.master_port.value + DEFAULT_OFFSET

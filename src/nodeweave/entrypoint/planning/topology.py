@@ -358,12 +358,12 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
         if not service:
             return f"{prefix}-0", f"pod/host 0 of {prefix!r} (no Service: compose or local)"
         ns, ns_src = scene.kube_facts.namespace, scene.kube_facts.namespace_source
+        pod = _pod_0(scene, prefix)
         if not ns:
-            return f"{prefix}-0.{service}", f"StatefulSet pod 0 of {prefix!r} behind Service {service!r}"
+            return f"{prefix}-0.{service}", f"{pod} behind Service {service!r}"
         domain, domain_src = cluster_domain(scene.settings, scene.kube_facts)
         return (f"{prefix}-0.{service}.{ns}.svc.{domain}",
-                f"StatefulSet pod 0 of {prefix!r} behind Service {service!r} (namespace from {ns_src}; "
-                f"cluster domain from {domain_src})")
+                f"{pod} behind Service {service!r} (namespace from {ns_src}; cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
     # a platform's own remedy (its variable set but empty, or lacking on this node) replaces the generic one
@@ -371,6 +371,16 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
     raise refusal(scene, f"no master address{said_empty(scene, 'master_addr', 'service')}" + (
         "" if platform_said else "; set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a StatefulSet"),
         "master_addr", "service")
+
+
+def _pod_0(scene, prefix):
+    """Node 0's pod, worded as the platform that made this one names it (walk16b B14: a JobSet's spare read
+    'StatefulSet pod 0'): an Indexed Job's (a JobSet's) pod of index 0, else the StatefulSet's pod 0."""
+    from ..model import given
+
+    if given(scene.env, "JOB_COMPLETION_INDEX"):
+        return f"the pod of index 0 of Job {prefix!r} (Indexed Job / JobSet)"
+    return f"StatefulSet pod 0 of {prefix!r}"
 
 
 def cluster_domain(settings, kube):

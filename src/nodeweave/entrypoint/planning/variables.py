@@ -95,14 +95,25 @@ OUTPUT_MEANT = {
                                "never read",
 }
 PREFIX = "NODEWEAVE_"
+# What a user who set one of ``SET_FOR_RANKS`` meant, and the way to it (walk16b B7: the warning said only no)
+INSTEAD = {
+    "NODEWEAVE_RESUME_FROM": "; to start from a save of your choice, load it in the script yourself at generation 0 "
+                             "(NODEWEAVE_RESTART_COUNT=0), e.g. from a variable of your own (docs/recovery.md "
+                             "'Only this job's saves')",
+    "NODEWEAVE_RESTART_COUNT": "; the restarts allowed are NODEWEAVE_RECOVERY_MAX_RESTARTS",
+}
 
 
 def inherited_output_lines(env):
     """One sentence per ``SET_FOR_RANKS`` variable already in ``env``: not passed to the ranks (``Plan.environ``
     drops it), and why."""
-    return [f"{name}={env[name]} in this node's environment is nodeweave's to set for the ranks (each generation's "
+    from ..model import given
+
+    return [f"{name}= in this node's environment is set but empty: ignored" if not given(env, name) else
+            f"{name}={env[name]} in this node's environment is nodeweave's to set for the ranks (each generation's "
             + ("checkpoint node 0 judged complete" if name == "NODEWEAVE_RESUME_FROM" else
                "number" if name == "NODEWEAVE_RESTART_COUNT" else "stall watch") + "): not passed to them"
+            + (INSTEAD[name] if name in INSTEAD else "")
             for name in SET_FOR_RANKS if name in env]
 
 

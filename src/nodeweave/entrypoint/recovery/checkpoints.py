@@ -316,6 +316,12 @@ def progress_mark(checkpoint):
     return {"saved": round(_newest_mtime(checkpoint.path), 3)}
 
 
+def newest_written(path):
+    """When a save was last written (its newest file's mtime, the storage's clock): what --explain weighs against
+    the running job's start (``faults``)."""
+    return _newest_mtime(path)
+
+
 def _newest_mtime(path):
     newest = _mtime(path)
     if os.path.isdir(path):

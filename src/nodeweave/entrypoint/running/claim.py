@@ -87,11 +87,33 @@ def refusal(folder, job, run_id):
         return None
     age = max(0.0, time.time() - held["written"])
     run = f", run {held['run']}" if held.get("run") else ""
+    if held.get("job") == job:  # walk16b B8: the running job's own claim is no other job's
+        return EntrypointError(
+            f"checkpoint_dir {folder} is claimed by this job itself: {runs_now(held)}, its claim {path} rewritten "
+            f"{age:.0f} s ago; a start of node 0 here now is a second node 0 of it (two nodes claim rank 0): stop "
+            "one first; a second job of the same name wants a NODEWEAVE_JOB_ID and a folder of its own", EXIT_TOPOLOGY)
     return EntrypointError(
         f"checkpoint_dir {folder} is in use by another job now: job {held.get('job')!r}{run}, node 0 on "
         f"{held.get('host')} (pid {held.get('pid')}), its claim {path} rewritten {age:.0f} s ago; two jobs over "
         "one folder would resume from each other's saves (weights this job never trained): give each run its "
         "own folder (e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
+
+
+def running(folder, job):
+    """The claim of ``job`` itself on ``folder`` while its node 0 runs now (fresh, its writer alive and not this
+    process), or None: --explain on a node of the running job reads its traces as that job's own (walk16b B8)."""
+    held = _read(os.path.join(folder, NAME)) if folder else None
+    if held is None or held.get("job") != job or not _someone_else(held, _mine(job, None)):
+        return None
+    return held
+
+
+def runs_now(held):
+    """``job 'w16d' runs now (node 0 on vm, pid 4247, since 12:01:30 UTC)``, of a claim :func:`running` read."""
+    run = f", run {held['run']}" if held.get("run") else ""
+    since = held.get("since")
+    when = time.strftime(", since %H:%M:%S UTC", time.gmtime(since)) if isinstance(since, (int, float)) else ""
+    return f"job {held.get('job')!r} runs now (node 0 on {held.get('host')}, pid {held.get('pid')}{run}{when})"
 
 
 class Claim:
