@@ -34,7 +34,38 @@ def find_spec(given: "Path | None") -> Path:
             found = Path(os.path.relpath(candidate, here))
             _note_near_name_here(here, found)
             return found
+        _refuse_passing_a_project(here, folder)
     return Path(SPEC_NAME)  # absent: the loader names it and what to pass
+
+
+def _refuse_passing_a_project(here: Path, folder: Path) -> None:
+    """The search for a spec never passes a folder whose ``.nodeweave/<job>/cluster.json`` records a cluster that
+    folder's ``up`` made and no ``down`` took down: that folder is a project whose spec was renamed or moved, and a
+    spec further up is another folder's job (walk16 A18: after `mv nodeweave.yaml cluster.yaml`, `down` read the
+    parent's spec and said "nothing to take down", exit 0, while this folder's nodes ran)."""
+    import json
+
+    state = folder / ".nodeweave"
+    try:
+        records = sorted(state.glob("*/cluster.json")) if state.is_dir() else []
+    except OSError:
+        return
+    for record in records:
+        try:
+            with open(record, encoding="utf-8") as handle:
+                made = json.loads(handle.read(1 << 20)).get("made")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(made, dict) or made.get("job") != record.parent.name:
+            continue
+        from nodeweave.errors import UsageError
+
+        where = "here" if folder == here else f"in {os.path.relpath(folder, here)}"
+        shown = os.path.relpath(record, here)
+        spec = made.get("spec") or SPEC_NAME
+        raise UsageError(f"no {SPEC_NAME} {where}, yet {shown} records job {record.parent.name} up from "
+                         f"{spec} {where}: give --spec with that job's spec (renamed or moved?); a {SPEC_NAME} further "
+                         "up is another folder's job and is not read")
 
 
 def near_names(folder: Path) -> "list[str]":
