@@ -174,7 +174,7 @@ def build(
     target: str = typer.Option("local", "--target", "-t", autocompletion=complete_from("local", "openshift"), help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait; it builds from the spec, so --base, --tag, --build-arg, "
-                               "--wheelhouse, --offline, --network, --engine, --no-cache and --push (its build always lands "
+                               "--wheelhouse, --offline, --network, --engine, --no-cache, --force and --push (its build always lands "
                                "in the cluster's own registry) are refused there)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
