@@ -92,3 +92,20 @@ def test_another_folders_job_is_not_reached_from_here(proj, capsys, monkeypatch)
     assert code == 2 and "no nodeweave.yaml in .., yet ../.nodeweave/proj/cluster.json" in one_line(err), err
     code, _, err = run_cli(capsys, "validate", "--spec", "../cluster.yaml")  # named: read
     assert code == 0, err
+
+
+# -- class 2: nodeweave's own files on the nodes ($TMPDIR/nodeweave) written or deleted through a user path -------
+def test_nodeweaves_own_folder_on_the_nodes_is_no_destination(proj, capsys):
+    """A11: `sync --delete . /tmp/nodeweave` (the folder sync's own refusal of /opt advised) deleted the hold's and
+    every run's records on each node; without --delete it wrote over them. Refused as .nodeweave/ is here."""
+    for delete in ([], ["--delete"]):
+        for dest in ("/tmp/nodeweave", "/tmp/nodeweave/jobs", "/var/tmp/nodeweave", "/tmp/nodeweave-sync-1000"):
+            code, _, err = run_cli(capsys, "sync", "--dry-run", *delete, ".", dest)
+            assert code == 2 and f"DEST {dest!r} is not accepted" in one_line(err), (dest, err)
+            assert "nodeweave's own folder on the nodes" in one_line(err)
+    (proj / "nodeweave.yaml").write_text(JOB_SPEC + "env: {TMPDIR: /scratch/t}\n")  # the nodes' own $TMPDIR
+    code, _, err = run_cli(capsys, "sync", "--dry-run", ".", "/scratch/t/nodeweave/x")
+    assert code == 2 and "nodeweave's own folder on the nodes" in one_line(err), err
+    code, _, err = run_cli(capsys, "up", "-t", "hosts", "--host", "a", "--host", "b", "--remote-dir",
+                           "/tmp/nodeweave/job", "--dry-run")  # the same rule for every folder on the nodes
+    assert code == 2 and "nodeweave's own folder on the nodes" in one_line(err), err
