@@ -209,7 +209,7 @@ def test_a_spec_from_the_variable_that_is_not_the_one_here_is_said(team, capsys,
     (other / "train.py").write_text("print(1)\n")
     monkeypatch.setenv("NODEWEAVE_SPEC", str(other / "nodeweave.yaml"))
     _, _, err = run_cli(capsys, *verb)
-    if verb[0] in ("down", "up"):  # a verb that ends or recreates that job refuses it (walk15 A22, fix17b)
+    if verb[0] not in ("status", "validate"):  # a verb that acts on that job refuses it (walk15 A22, walk16 A5)
         assert f"$NODEWEAVE_SPEC names {other / 'nodeweave.yaml'}, another folder's spec" in err.replace("\n", " ")
     else:
         assert f"the spec is {other / 'nodeweave.yaml'} (from $NODEWEAVE_SPEC), not nodeweave.yaml found here" in err

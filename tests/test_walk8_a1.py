@@ -171,14 +171,16 @@ def test_a_build_marks_its_folder_and_names_another_folders_image_at_its_tag(cap
     from nodeweave.cluster.identity import JobMark
 
     _store_holding(team, "/elsewhere/b", "0123456789ab", monkeypatch)
-    code, out, err = run_cli(capsys, "image", "build", "--dry-run")
+    code, out, err = run_cli(capsys, "image", "build", "--dry-run")  # refused without --force (walk16 A4)
+    assert code == 2 and "holds the image built from /elsewhere/b" in err and "--force to replace it" in err, err
+    code, out, err = run_cli(capsys, "image", "build", "--dry-run", "--force")
     assert code == 0, err
     assert f"--label io.nodeweave.image.owner={JobMark.of(team, 'team').owner}" in out
     assert f"--label io.nodeweave.image.folder={team.resolve()}" in out
     assert "--label io.nodeweave.owner=" not in out  # a container run from it by hand is no `up`'s (CI stop 50)
     assert "now holds the image built from /elsewhere/b" in out + err
-    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
-    assert code == 0 and "was built from /elsewhere/b, not this folder" in out + err, out + err
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")  # refused: another folder's code (walk16 A4)
+    assert code == 3 and "was built from /elsewhere/b, not this folder" in out + err, out + err
 
 
 def test_this_folders_own_image_is_not_said(capsys, team, monkeypatch):

@@ -134,7 +134,8 @@ def test_a_push_without_a_sha_tag_says_why(capsys, tmp_path, monkeypatch, state,
 # -- A34: `-t openshift` refuses every flag of this machine's build (--push too), each naming where it is set --------
 
 OPENSHIFT_FLAGS = {"--base": ["x:1"], "--tag": ["v1"], "--build-arg": ["A=1"], "--wheelhouse": ["."],
-                   "--offline": [], "--network": ["host"], "--engine": ["podman"], "--no-cache": [], "--push": []}
+                   "--offline": [], "--network": ["host"], "--engine": ["podman"], "--no-cache": [], "--push": [],
+                   "--force": []}
 SPEC_FIELDS = {"--base": "image.base", "--tag": "image.tag", "--build-arg": "image.build_args"}
 
 

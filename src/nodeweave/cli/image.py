@@ -165,13 +165,16 @@ def build(
                                               "else the first that answers, podman before docker, as every verb; docker builds "
                                               "through buildx, or `docker build` with BuildKit where buildx is missing)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
+    force: bool = typer.Option(False, "--force", help="replace the image at a tag that holds another folder's build "
+                               "of a job of the same name (refused without it: that folder's next `up` would run "
+                               "this folder's code)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan: the build's and pushes' commands, the "
                                  "ones a real build runs (-o json: as JSON); build nothing"),
     target: str = typer.Option("local", "--target", "-t", autocompletion=complete_from("local", "openshift"), help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait; it builds from the spec, so --base, --tag, --build-arg, "
-                               "--wheelhouse, --offline, --network, --engine, --no-cache and --push (its build always lands "
+                               "--wheelhouse, --offline, --network, --engine, --no-cache, --force and --push (its build always lands "
                                "in the cluster's own registry) are refused there)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
@@ -207,7 +210,8 @@ def build(
     if target != "local":
         refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
                                           "--wheelhouse": wheelhouse, "--offline": offline, "--network": network,
-                                          "--engine": engine_name, "--no-cache": no_cache, "--push": push})
+                                          "--engine": engine_name, "--no-cache": no_cache, "--push": push,
+                                          "--force": force})
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)
         return
     build_args = _parse_build_args(build_arg)
@@ -228,7 +232,7 @@ def build(
         would_fail = "; ".join([would_fail, *unasked] if would_fail else unasked)
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
-    prepared.notes.extend(_mark_build(prepared.plan, spec, spec_path, context_dir, kind))
+    prepared.notes.extend(_mark_build(prepared.plan, spec, spec_path, context_dir, kind, force))
     plan = image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,
                       (would_fail,) if would_fail else ())
     if dry_run:
@@ -241,10 +245,13 @@ def build(
     _report(result, variant, prepared.plan, spec_path)
 
 
-def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kind: Optional[str]) -> List[str]:
-    """The image carries its folder's mark (its own keys: cluster/identity.py), and a tag that now holds
-    another folder's build of a job of the same name is said: this build replaces it for both (walk8 A3). Here, not
-    in build/: the mark and the engine's store are the cluster's (build/ stays below cluster/)."""
+def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kind: Optional[str],
+                force: bool = False) -> List[str]:
+    """The image carries its folder's mark (its own keys: cluster/identity.py), and a tag that holds another
+    folder's build of a job of the same name is refused, exit 2, its dry run too: this build would replace it for
+    both, and that folder's next `up` would run this folder's code (walk16 A4; walk8 A3 only said it); --force
+    replaces it, said. Here, not in build/: the mark and the engine's store are the cluster's (build/ stays below
+    cluster/)."""
     from nodeweave.cluster.identity import JobMark
     from nodeweave.cluster.pullable import built_elsewhere
     from nodeweave.specpath import spec_folder
@@ -254,10 +261,15 @@ def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kin
     notes = []
     for tag in plan.tags:
         other = built_elsewhere(tag, engine_kind, mark.owner)
+        if other and not force:
+            raise UsageError(f"{tag} holds the image built from {other} (its spec is also named {spec.name}): this "
+                             "build would replace it there too, and that folder's next `up` would run this folder's "
+                             "code; give one of the specs another name (or image.registry or image.tag), or --tag; "
+                             "--force to replace it")
         if other:
             notes.append(f"{tag} now holds the image built from {other} (its spec is also named {spec.name}): this "
-                         f"build replaces it there too, and that folder's next `up` runs this folder's image; give "
-                         "one of the specs another name (or image.registry or image.tag), or --tag")
+                         f"build replaces it there too (--force), and that folder's next `up` refuses this folder's "
+                         "image")
     return notes
 
 
@@ -309,6 +321,7 @@ ON_THE_CLUSTER = {
     "--engine": "runs on the cluster's builder, not an engine of this machine",
     "--no-cache": "uses the cluster's own layer cache, which nodeweave does not set",
     "--push": "always pushes, to an ImageStreamTag of the cluster's own registry",
+    "--force": "writes to the cluster's own ImageStreamTag, no image of this machine's store",
 }
 
 

@@ -18,6 +18,7 @@ from nodeweave.remote.base import Remote, RemoteOptions
 from nodeweave.remote.engine import DockerExec, PodmanExec
 from nodeweave.remote.kube import KubectlExec, OcExec
 from nodeweave.remote.names import check_delete_dest, check_dest, check_ssh_host, ipv6_literal, refuse
+from nodeweave.remote.names import refuse_node_state
 from nodeweave.remote.srun import Srun
 from nodeweave.remote.ssh import Ssh, SshDocker, SshPodman
 
@@ -27,7 +28,7 @@ KINDS: "dict[str, type[Remote]]" = {cls.kind: cls for cls in TRANSPORTS}
 ALIASES: "dict[str, str]" = {alias: cls.kind for cls in TRANSPORTS for alias in cls.aliases}
 
 __all__ = ["ALIASES", "KINDS", "Remote", "RemoteOptions", "TRANSPORTS", "check_delete_dest", "check_dest",
-           "check_ssh_host", "cluster_kind", "engine_kind", "kind_class", "make_target", "parse_target", "pod_kind",
+           "refuse_node_state", "check_ssh_host", "cluster_kind", "engine_kind", "kind_class", "make_target", "parse_target", "pod_kind",
            "refuse_host_port", "refuse_same_host", "target_kind"]
 
 

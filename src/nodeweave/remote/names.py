@@ -13,7 +13,7 @@ import re
 from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
 from nodeweave.entrypoint.hostport import leading_zero_problem, split_host_port
 from nodeweave.errors import UsageError
-from nodeweave.systemdirs import ROOTISH as _ROOTISH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
+from nodeweave.systemdirs import ROOTISH as _ROOTISH, SCRATCH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
 from nodeweave.systemdirs import CLUSTER_NAMESPACES_TEXT, cluster_namespace
 # The judge of a home lives with the system folders, below every room that names a folder (failures, spec, sync).
 from nodeweave.systemdirs import HOMES, a_home, home_itself, own_homes  # noqa: F401
@@ -214,7 +214,29 @@ def _absolute_dest(dest: str, what: str, place: bool, home: bool) -> str:
     if tree is not None:
         raise refuse(what, dest, f"a workspace directory such as /workspace or /home/me/project, not a folder "
                      f"inside {tree} ({SYSTEM_TREES[tree]}: a sync with --delete there would remove its files)")
+    refuse_node_state(normal, what, dest)
     return normal
+
+
+# nodeweave's own folders on a node, in its $TMPDIR (/tmp, /var/tmp where the image or spec sets it): the entrypoint's
+# records (systemfolders.state_root: the hold, every run's check-in, ranks and recovery book) and sync's resident
+# agent (sync/node/resident.py), which the node side of `.nodeweave/` is.
+NODE_STATE = ("nodeweave", "nodeweave-sync-")
+
+
+def refuse_node_state(normal: str, what: str = "DEST", dest: "str | None" = None, tmpdirs=SCRATCH) -> None:
+    """A folder on the nodes that is, or is inside, nodeweave's own folder in a node's temporary folder (``tmpdirs``:
+    /tmp and /var/tmp, and the spec's $TMPDIR where it sets one) is refused, exit 2, with or without --delete: the
+    files a sync writes there would lie over `up --hold`'s and every run's records, and --delete removed them
+    (walk16 A11: `sync --delete . /tmp/nodeweave`, the folder sync's own refusal of /opt advised, deleted them)."""
+    for tmp in tmpdirs:
+        inside = normal[len(tmp.rstrip("/")) + 1:].split("/")[0] if normal.startswith(tmp.rstrip("/") + "/") else ""
+        if inside == NODE_STATE[0] or inside.startswith(NODE_STATE[1]):
+            raise refuse(what, dest or normal, f"a workspace folder of its own such as {tmp.rstrip('/')}/work, not "
+                         f"{tmp.rstrip('/')}/{inside} nor a folder in it: "
+                         "nodeweave's own folder on the nodes ($TMPDIR/nodeweave keeps `up --hold`'s and every "
+                         "run's records, $TMPDIR/nodeweave-sync-UID sync's agent; a sync there would write over them, "
+                         "and --delete remove them)")
 
 
 def check_delete_dest(dest: str, workspace: str, what: str = "DEST") -> str:

@@ -412,6 +412,9 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     elif dest is None and recorded:
         dest = recorded[1]
     _, dest = resolve_paths(src, dest, spec, spec_path)
+    tmpdir = (spec.env or {}).get("TMPDIR", "") if spec is not None else ""
+    if tmpdir.startswith("/") and dest.startswith("/"):  # the spec's own $TMPDIR on the nodes: its nodeweave/ too
+        remote.refuse_node_state(dest, tmpdirs=(tmpdir,))
     if options.delete and not options.check:
         from nodeweave.spec.model import Workspace
 

@@ -34,7 +34,38 @@ def find_spec(given: "Path | None") -> Path:
             found = Path(os.path.relpath(candidate, here))
             _note_near_name_here(here, found)
             return found
+        _refuse_passing_a_project(here, folder)
     return Path(SPEC_NAME)  # absent: the loader names it and what to pass
+
+
+def _refuse_passing_a_project(here: Path, folder: Path) -> None:
+    """The search for a spec never passes a folder whose ``.nodeweave/<job>/cluster.json`` records a cluster that
+    folder's ``up`` made and no ``down`` took down: that folder is a project whose spec was renamed or moved, and a
+    spec further up is another folder's job (walk16 A18: after `mv nodeweave.yaml cluster.yaml`, `down` read the
+    parent's spec and said "nothing to take down", exit 0, while this folder's nodes ran)."""
+    import json
+
+    state = folder / ".nodeweave"
+    try:
+        records = sorted(state.glob("*/cluster.json")) if state.is_dir() else []
+    except OSError:
+        return
+    for record in records:
+        try:
+            with open(record, encoding="utf-8") as handle:
+                made = json.loads(handle.read(1 << 20)).get("made")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(made, dict) or made.get("job") != record.parent.name:
+            continue
+        from nodeweave.errors import UsageError
+
+        where = "here" if folder == here else f"in {os.path.relpath(folder, here)}"
+        shown = os.path.relpath(record, here)
+        spec = made.get("spec") or SPEC_NAME
+        raise UsageError(f"no {SPEC_NAME} {where}, yet {shown} records job {record.parent.name} up from "
+                         f"{spec} {where}: give --spec with that job's spec (renamed or moved?); a {SPEC_NAME} further "
+                         "up is another folder's job and is not read")
 
 
 def near_names(folder: Path) -> "list[str]":
@@ -121,28 +152,38 @@ def _note_another_spec_here(given: Path) -> None:
               file=sys.stderr)
 
 
-# Verbs that stop, remove or recreate what a job's `up` made ({verb: (the flag that makes it so, None: always; what
-# it does to the job)}):
-# a $NODEWEAVE_SPEC left in the shell that names another folder's spec than the one found here is refused for them,
-# not only noted (walk15 A22: `down` in bob's folder took alice's job down, under a note on stderr).
-DESTRUCTIVE = {"down": (None, "take down"), "stop": (None, "stop the run of"), "up": (None, "recreate the nodes of"),
-               "sync": ("delete", "delete files on the nodes of")}
+# What a verb typed with a $NODEWEAVE_SPEC left in the shell that names another folder's spec than the one found here
+# would do to that folder's job: every verb that acts on a cluster or writes into that folder is refused, not only
+# noted (walk15 A22: `down` in bob's folder took alice's job down, under a note; walk16 A5: `run`, `exec`, `shell`,
+# `sync`, `render` and `image build` still acted on it). One rule: a verb is refused unless it only reads (READS).
+ACTS = {"down": "take down", "stop": "stop the run of", "up": "recreate the nodes of",
+        "run": "start a run on the nodes of", "exec": "run a command on the nodes of", "shell": "open a shell in",
+        "sync": "push files to the nodes of", "check": "run checks on the nodes of",
+        "bench": "run a benchmark on the nodes of", "render": "write the rendered files of",
+        "image": "build the image of"}
+# Verbs (and `verb subverb`s, or `verb --flag`s) that only read the spec and what its job wrote: said in a note.
+READS = {"validate", "status", "logs", "top", "dashboard", "doctor", "runs", "hosts", "init", "image variants",
+         "render --check"}
 
 
 def _destructive_verb() -> str:
-    """The verb being run, as typed (``sync --delete``), and what it would do, where it is one of
-    :data:`DESTRUCTIVE`; else "". Read from the call's arguments (the verb first: ``verb_options_first`` put it
+    """The verb being run, as typed (``sync --delete``), and what it would do to the spec's job, unless it only
+    reads (:data:`READS`); else "". Read from the call's arguments (the verb first: ``verb_options_first`` put it
     there), the one record of what was typed."""
     from nodeweave.cli.habits.invocation import invoked_argv
 
     argv = invoked_argv()
-    if not argv or argv[0] not in DESTRUCTIVE:
+    if not argv:
         return ""
-    flag, does = DESTRUCTIVE[argv[0]]
     typed = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    if flag is not None and f"--{flag}" not in typed:
+    sub = typed[0] if typed and not typed[0].startswith("-") else ""
+    if argv[0] in READS or f"{argv[0]} {sub}" in READS or any(f"{argv[0]} {word}" in READS for word in typed):
         return ""
-    return f"`nodeweave {argv[0]}{' --' + flag if flag else ''}` would {does}"
+    verb = f"{argv[0]} {sub}" if argv[0] == "image" and sub else argv[0]
+    does = ACTS.get(argv[0], "act on")
+    if argv[0] == "sync" and "--delete" in typed:
+        verb, does = "sync --delete", "delete files on the nodes of"
+    return f"`nodeweave {verb}` would {does}"
 
 
 def spec_above(folder: Path) -> "Path | None":

@@ -293,15 +293,23 @@ class LocalCluster(Backend):
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def _image_of_another(self, image: Optional[str]) -> List[str]:
-        """The image in the store built from another folder whose job has this name (walk8 A3): said, not refused
-        (one image for two clones may be meant)."""
+        """The spec's image in the store built from another folder whose job has this name: refused, exit 3, its dry
+        run too (walk16 A4: a note let `up` recreate this folder's nodes with that folder's code); an image named
+        (--image, $NODEWEAVE_IMAGE) is the user's choice: said (walk8 A3)."""
+        from nodeweave.cluster.environment import IMAGE_VARIABLE
         from nodeweave.cluster.pullable import built_elsewhere
 
         chosen = self._up_image(image)
         other = built_elsewhere(chosen, self.detected, self.mark.owner)
+        if other and not image and not os.environ.get(IMAGE_VARIABLE):
+            from nodeweave.errors import EnvironmentProblem
+
+            raise EnvironmentProblem(f"image {chosen} was built from {other}, not this folder (its spec is also named "
+                                     f"{self.spec.name}): the nodes would run that folder's requirements and code; "
+                                     "`nodeweave image build --force` here first, or give one spec another name (or "
+                                     f"image.registry or image.tag), or --image {chosen} to run it anyway")
         return [f"image {chosen} was built from {other}, not this folder: the nodes would run that folder's "
-                f"requirements and code; `nodeweave image build` here first, or give one spec another name"] \
-            if other else []
+                f"requirements and code"] if other else []
 
     def image_problem(self, image: Optional[str]) -> Optional[str]:
         """A ``localhost/`` image this machine's store lacks (walk7 A35): podman-compose would fail pulling it."""
