@@ -143,3 +143,21 @@ def test_one_list_items_and_one_sections_every_mistake_in_one_round(tmp_path):
                   "topology_spread[0].topology_key", "topology_spread[0].max_skew",
                   "topology_spread[0].when_unsatisfiable"):
         assert field in said, (field, said)
+
+
+def test_a_spec_renamed_here_is_named_before_the_parents_is_used(tmp_path):
+    """walk16a A29: p4/cluster.yaml (a spec by its content) below a folder with nodeweave.yaml: validate used the
+    parent's spec without a word, as it did for `nodeweave.yml` before walk8's note."""
+    import subprocess
+    import sys
+
+    spec = "name: {}\nimage: {{variant: cpu}}\nnodes: 2\nlauncher: {{script: train.py}}\n"
+    (tmp_path / "nodeweave.yaml").write_text(spec.format("parent"))
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "p4").mkdir()
+    (tmp_path / "p4" / "cluster.yaml").write_text(spec.format("child"))
+    (tmp_path / "p4" / "values.yaml").write_text("name: x\nreplicas: 2\n")  # a YAML file that is no spec
+    said = subprocess.run([sys.executable, "-m", "nodeweave", "validate"], cwd=tmp_path / "p4", capture_output=True,
+                          text=True)
+    assert said.returncode == 0 and "note: ./cluster.yaml is not read" in said.stderr, said.stderr
+    assert "values.yaml" not in said.stderr

@@ -109,12 +109,39 @@ def _note_near_name_beside() -> None:
 def _note_near_name_here(here: Path, found: Path) -> None:
     """The spec found above while a near name sits here (walk8 A28: ``nodeweave.yml`` beside you was passed over
     without a word, and ``down`` planned the parent's job): said on stderr before the verb acts."""
-    near = near_names(here)
+    near = near_names(here) or specs_by_content(here)
     if near:
         import sys
 
         print(f"nodeweave: note: ./{near[0]} is not read (the spec's name is {SPEC_NAME}); using {found}, the "
               f"parent folder's spec: rename it to {SPEC_NAME}, or give --spec {near[0]}", file=sys.stderr)
+
+
+SPEC_KEYS = ("launcher", "image", "nodes")  # beside `name`, what makes a YAML file here a spec by its content
+SPEC_LOOK_CAP = 64 * 1024  # a spec is small; a larger YAML file here is something else's and is not read
+
+
+def specs_by_content(folder: Path) -> "list[str]":
+    """YAML files in ``folder`` that are a spec by their content (a mapping with ``name`` and one of
+    :data:`SPEC_KEYS`: ``cluster.yaml``, ``nodeweave.yaml.bak``), whatever their name (walk16a A29: a spec renamed
+    here handed every verb to the parent folder's job without a word)."""
+    import yaml
+
+    found = []
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file() and
+                       entry.name.lower().endswith((".yaml", ".yml", ".yaml.bak", ".yml.bak")))
+    except OSError:
+        return []
+    for name in names[:20]:
+        try:
+            with open(folder / name, "rb") as f:
+                data = yaml.safe_load(f.read(SPEC_LOOK_CAP + 1)[:SPEC_LOOK_CAP])
+        except (OSError, yaml.YAMLError, ValueError):
+            continue
+        if isinstance(data, dict) and "name" in data and any(key in data for key in SPEC_KEYS):
+            found.append(name)
+    return found
 
 
 def _from_variable(given: Path) -> bool:
