@@ -1,0 +1,46 @@
+"""walk16b's rows fixed by fix18h, one test per class (each failed on the code it started from)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _entry(tmp_path, env, *args):
+    """``nodeweave-entrypoint args`` in ``tmp_path`` with only ``env`` (and the interpreter's PATH) set."""
+    full = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src"),
+            "HOME": str(tmp_path), **env}
+    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *args], cwd=tmp_path, env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+# class 1: the platform's count variables (WORLD_SIZE, ROLE_WORLD_SIZE, GROUP_WORLD_SIZE) under recovery with spares
+# are judged once, on the plan a node checks in with (every container): the training count and the containers'
+# are both accepted there, and neither --explain's generation 0 nor a generation's plan judges them again
+def test_a_platform_count_under_recovery_with_spares_is_judged_once_and_a_start_runs(tmp_path):
+    (tmp_path / "train.py").write_text("print('ok')\n")
+    base = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_SPARES": "1", "NODEWEAVE_RECOVERY": "on",
+            "NODEWEAVE_CHECKPOINT_DIR": "ck", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    for rank in ("0", "1", "2"):
+        for name, value in (("WORLD_SIZE", "3"), ("WORLD_SIZE", "2"), ("ROLE_WORLD_SIZE", "3"),
+                            ("ROLE_WORLD_SIZE", "2"), ("GROUP_WORLD_SIZE", "3")):
+            done = _entry(tmp_path, dict(base, NODEWEAVE_NODE_RANK=rank, **{name: value}), "--explain", "--",
+                          "train.py")
+            assert done.returncode == 0, (rank, name, value, done.stdout[-800:], done.stderr[-800:])
+            assert "export WORLD_SIZE=2" in done.stdout  # what every generation's ranks get
+    wrong = _entry(tmp_path, dict(base, NODEWEAVE_NODE_RANK="1", WORLD_SIZE="4"), "--explain", "--", "train.py")
+    assert wrong.returncode == 3 and "Traceback" not in wrong.stderr
+    assert ("accepted: 2 (the training nodes, as nodeweave exports it) or 3 (every container, spares too: the "
+            "platform's count)") in wrong.stderr
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from recovery_harness import finish, start
+
+    nodes = start(tmp_path, ["--steps", "3", "--interval", "0"], nodes=2, spares=1, env={"WORLD_SIZE": "3"})
+    codes = finish(nodes, limit=200)
+    logs = [node.text()[-1500:] for node in nodes]
+    assert codes == [0, 0, 0], (codes, logs)
