@@ -44,3 +44,16 @@ def test_a_platform_count_under_recovery_with_spares_is_judged_once_and_a_start_
     codes = finish(nodes, limit=200)
     logs = [node.text()[-1500:] for node in nodes]
     assert codes == [0, 0, 0], (codes, logs)
+
+
+# class 4: a flag the mode does not read (--status reads only where the exchange is, which job, how many nodes) is
+# refused for that first, before any rule or value of the flag: its other refusals would send a person to a fix
+# the next answer refuses again
+def test_a_flag_the_mode_does_not_read_is_refused_for_that_first(tmp_path):
+    for args in (["--status", "--spares", "1"], ["--status", "--spares", "abc"],
+                 ["--status", "--stall-warn", "5", "--stall-timeout", "3"], ["--status", "--nnodes", "2", "--spares", "1"]):
+        done = _entry(tmp_path, {}, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        flag = args[1] if args[1] != "--nnodes" else "--spares"
+        assert done.stderr.startswith(f"nodeweave-entrypoint: error: {flag} does nothing with --status"), (args,
+                                                                                                            done.stderr)
