@@ -57,3 +57,41 @@ def test_a_flag_the_mode_does_not_read_is_refused_for_that_first(tmp_path):
         flag = args[1] if args[1] != "--nnodes" else "--spares"
         assert done.stderr.startswith(f"nodeweave-entrypoint: error: {flag} does nothing with --status"), (args,
                                                                                                             done.stderr)
+
+
+# class 3: a worker's plain exit with a code of its own (no exception, no signal) is named in the first-failure
+# verdict as a signal is: whose rank, its code, and the last line before its launcher reported it
+TORCHRUN_EXIT_3 = """rank 1: dataset shard missing, giving up
+E1201 12:55:13.806000 31835 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 3) local_rank: 0 (pid: 32379) of binary: /opt/venv/bin/python3
+Traceback (most recent call last):
+  File "/opt/venv/bin/torchrun", line 6, in <module>
+    sys.exit(main())
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+fail.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-01_12:55:13
+  host      : vm
+  rank      : 1 (local_rank: 0)
+  exitcode  : 3 (pid: 32379)
+  error_file: <N/A>
+============================================================
+"""
+
+
+def test_a_workers_own_exit_code_and_its_last_line_are_named_first():
+    from nodeweave.entrypoint.running.symptoms import named_first, told
+
+    assert named_first("torchrun exited 1", TORCHRUN_EXIT_3) == (
+        "torchrun exited 1: rank 1 exited 3 (last line before it: rank 1: dataset shard missing, giving up)")
+    assert told(TORCHRUN_EXIT_3).startswith("the cause: rank 1 exited 3")
+    silent = TORCHRUN_EXIT_3.replace("rank 1: dataset shard missing, giving up\n", "")
+    assert named_first("torchrun exited 1", silent) == "torchrun exited 1: rank 1 exited 3"
+    deepspeed = "rank 1: no data\n[2026-12-01 12:00:00,000] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 7\n" \
+                "[2026-12-01 12:00:00,001] [ERROR] [launch.py:325:sigkill_handler] ['python', 'fail.py'] exits with " \
+                "return code = 3\n"
+    assert named_first("deepspeed exited 3", deepspeed) == (
+        "deepspeed exited 3: a worker exited 3 (last line before it: rank 1: no data)")
