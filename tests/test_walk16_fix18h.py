@@ -95,3 +95,51 @@ def test_a_workers_own_exit_code_and_its_last_line_are_named_first():
                 "return code = 3\n"
     assert named_first("deepspeed exited 3", deepspeed) == (
         "deepspeed exited 3: a worker exited 3 (last line before it: rank 1: no data)")
+
+
+# class 2: a person's stop of node 0 (Ctrl-C) under recovery ends the job on every node, whatever order the news
+# arrives in: the failure its own stop causes on another node (a peer gone, that node's ranks ended) never wins
+SLOW_STOP = """import os, signal, sys, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+stops = {signal.SIGINT, signal.SIGTERM}
+if rank == 0:  # its launcher's exit waits 6 s for it: the other node's failure reaches node 0 first
+    for number in stops:  # torchrun passes a SIGINT on as SIGINT
+        signal.signal(number, lambda *_: (time.sleep(6), os._exit(1)))
+else:  # the others end at once, and the other node's ranks see their peers gone
+    for number in stops:
+        signal.signal(number, signal.SIG_DFL)
+step = 0
+while True:
+    dist.all_reduce(torch.ones(1))
+    step += 1
+    if step == 5:
+        print(f"rank {rank} training", flush=True)
+    time.sleep(0.1)
+"""
+
+
+def test_a_ctrl_c_of_node_0_under_recovery_wins_over_the_failure_it_causes(tmp_path):
+    import signal
+    import time
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from stall_nodes import start, stop
+
+    (tmp_path / "slow_stop.py").write_text(SLOW_STOP)
+    nodes = start(tmp_path, "torchrun", ["slow_stop.py"], nodes=2, nproc=2,
+                  env={"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": str(tmp_path / "ck"),
+                       "NODEWEAVE_STALL_WARN": "0", "NODEWEAVE_WAIT_TIMEOUT": "120"})
+    try:
+        deadline = time.monotonic() + 150
+        while "rank 0 training" not in nodes[0].text("out") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert "rank 0 training" in nodes[0].text("out"), nodes[0].text()[-2000:]
+        nodes[0].proc.send_signal(signal.SIGINT)
+        codes = [node.wait(60) for node in nodes]
+    finally:
+        stop(nodes)
+    said = nodes[0].text()
+    assert codes == [130, 5], (codes, said[-2500:], nodes[1].text()[-1500:])
+    assert "a deliberate stop of node 0 (Ctrl-C) ends the job on every node" in said, said[-2500:]

@@ -29,7 +29,7 @@ node's position, so the others keep their ranks.
 
 from dataclasses import replace
 
-from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
+from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EXIT_PEER_FAILED
 from ..nodelists import ranges
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
@@ -95,6 +95,14 @@ def _stop(book, code, why_ended):
 def finished(book):
     """The book telling nodes still on their way back that the job finished (every node exits 0)."""
     return _stop(book, 0, "the job finished")
+
+
+def stopped_by_person(book, how):
+    """The book telling nodes whose launcher ended before node 0's stop reached them (their own ranks failed of it,
+    and they came back to check in) that a person stopped node 0 (``how``: Ctrl-C), which ends the job on every
+    node (exit 5), as the stop's news tells the others (walk16b B18: they waited for a next generation)."""
+    return _stop(book, EXIT_PEER_FAILED, f"node 0 was stopped ({how}): a deliberate stop of node 0 ends the job on "
+                                         "every node, under recovery too")
 
 
 def closed(book, code, at):

@@ -89,6 +89,9 @@ class HubSide:
                     self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
+                elif watch.unheard_end:  # nodes that left before node 0's stop reached them check in again
+                    self._tell_latecomers(hub, verdict, book, set(watch.unheard_end),
+                                          decide.stopped_by_person(book, watch.stop_words()))
                 return code
             fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)
             book = decide.ended(book, fault.node, alive)
@@ -147,17 +150,19 @@ class HubSide:
                      f"book they kept ({book.restarts} restart(s) with this one) and the newest checkpoint")
         return book
 
-    def _tell_latecomers(self, hub, verdict, book):
-        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished, rather
-        than finding no node 0 and exiting 4."""
-        late = set(book.present) | set(book.alive)
-        late -= {0} | {p.fp.get("rank") for p in hub.peers}
+    def _tell_latecomers(self, hub, verdict, book, late=None, told=None):
+        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished (``told``:
+        how else it ended), rather than finding no node 0 and exiting 4. ``late``: the nodes to wait for (else
+        every node present or alive that is not connected)."""
+        if late is None:
+            late = set(book.present) | set(book.alive)
+            late -= {0} | {p.fp.get("rank") for p in hub.peers}
         if not late:
             return
         hub = self._new_hub(hub)
         self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
-            hub.announce(dict(verdict, recovery=decide.finished(book).to_json(public=True)))
+            hub.announce(dict(verdict, recovery=(told or decide.finished(book)).to_json(public=True)))
         hub.keep_listener = False
         hub.close()
 
