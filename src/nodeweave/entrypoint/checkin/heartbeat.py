@@ -128,9 +128,12 @@ class Watch(WatchSurface):
         pause is ``HubWatch._note_pause``'s."""
         return None
 
-    def launch_with(self, stop_launcher):
+    def launch_with(self, stop_launcher, stop_signalled=None):
         """``stop_launcher`` is what a failure stops: the beats start with it, or (recovery's generations beat
-        from before the launcher's plan) it joins the beats already running."""
+        from before the launcher's plan) it joins the beats already running. ``stop_signalled``: whether this
+        node was sent a stop signal since (its stop then wins over the failures it causes: ``_own_stop_first``)."""
+        if stop_signalled is not None:
+            self.stop_signalled = stop_signalled
         if self.thread is None:
             self.start(stop_launcher)
         else:
@@ -213,6 +216,10 @@ class Watch(WatchSurface):
         run's folder). That ends the job on every node, recovery or not; another SIGTERM (an eviction, a
         preemption, a container's restart) is what recovery waits out for node 0 to come back (walk10 B3)."""
         return stopped == "SIGINT" or bool(self.stop_asked())
+
+    def unheard_of_end(self):
+        """The members gone before node 0's news that a person stopped it (``finish``): they check in again."""
+        return list(self.unheard_end)
 
     def stop_words(self):
         """How node 0 was stopped on purpose, in the words its own line uses: ``Ctrl-C``, or `nodeweave stop`'s."""

@@ -89,8 +89,8 @@ class HubSide:
                     self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
-                elif watch.unheard_end:  # nodes that left before node 0's stop reached them check in again
-                    self._tell_latecomers(hub, verdict, book, set(watch.unheard_end),
+                elif watch.unheard_of_end():  # nodes that left before node 0's stop reached them check in again
+                    self._tell_latecomers(hub, verdict, book, set(watch.unheard_of_end()),
                                           decide.stopped_by_person(book, watch.stop_words()))
                 return code
             fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)

@@ -344,8 +344,8 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None, 
         tail.parent_side()
         stopper = _stopper(pid, reaped, tail, ranks)
         stopper.aside = aside  # where a stop the watch decides sends the output, with no stall watch's file
-        watch.stop_signalled = lambda: any(s in stopping for s in received)  # a stop sent wins over what it causes
-        watch.launch_with(stopper)  # beating from now on, or since before the plan (recovery's generations)
+        # beating from now on, or since before the plan (recovery's generations); a stop sent wins over what it causes
+        watch.launch_with(stopper, lambda: any(s in stopping for s in received))
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None:
         warm.hold(executable, env)  # the next generation's launcher, while this one runs
