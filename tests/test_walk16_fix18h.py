@@ -37,6 +37,21 @@ def test_a_platform_count_under_recovery_with_spares_is_judged_once_and_a_start_
     assert ("accepted: 2 (the training nodes, as nodeweave exports it) or 3 (every container, spares too: the "
             "platform's count)") in wrong.stderr
 
+    # a generation's start that every node refuses for its settings ends with that code, naming it, not 10
+    from nodeweave.entrypoint.errors import TopologyError
+    from nodeweave.entrypoint.news import Cause, Evidence, NodeId
+    from nodeweave.entrypoint.recovery import decide
+    from nodeweave.entrypoint.recovery.book import Book
+    from nodeweave.entrypoint.running.symptoms import start_failure
+
+    error = start_failure(TopologyError("WORLD_SIZE=5 contradicts 2 node(s) x 1 process(es) per node"))
+    heard = [Evidence(cause=Cause.CRASH, label=f"node {n}", at=1.0 + n, node=NodeId(n), own=True, error=error,
+                      how="its start failed") for n in (1, 0)]
+    book = Book(members=(NodeId(0), NodeId(1)))
+    fault = decide.judged(heard, book, 9.0)
+    stopped = decide.job_error(book, fault.error["nodes"], fault.error)
+    assert stopped.code == 3 and stopped.ended.startswith("every node's start refused its settings"), stopped
+
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from recovery_harness import finish, start
 

@@ -7,7 +7,7 @@ slot may go to a spare, and the spare is then the rendezvous host (docs/recovery
 import os
 import time
 
-from ..errors import EXIT_PEER_FAILED
+from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EXIT_USAGE
 from ..news import Cause, News, stop_sent
 from . import decide
 from .book import Book, Decision
@@ -96,8 +96,10 @@ class HubSide:
             fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)
             book = decide.ended(book, fault.node, alive)
             if fault.error:  # decided now: no generation follows, so none is announced (walk7 B45)
-                self.log(f"recovery: generation {book.generation} ended: {fault.why}: the job's own error, the "
-                         "same on every node that raised one; not restarting")
+                whose = ("every node's start refused its settings" if fault.error.get("start") and
+                         fault.error.get("code") in (EXIT_USAGE, EXIT_TOPOLOGY) else
+                         "the job's own error, the same on every node that raised one")
+                self.log(f"recovery: generation {book.generation} ended: {fault.why}: {whose}; not restarting")
             else:  # what follows is said once node 0 decided it (walk10 B14, walk7 B45)
                 self.log(f"recovery: generation {book.generation} ended: {fault.why}")
                 ended = True

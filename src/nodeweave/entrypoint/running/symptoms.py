@@ -86,7 +86,7 @@ def start_failure(err):
     its PATH), never the node that happened to report it first (walk7 B12: node 0 left node 1 out for the
     missing launcher both had)."""
     line = str(err)[:300]
-    return {"line": line, "lines": [line], "start": True}
+    return {"line": line, "lines": [line], "start": True, "code": err.exit_code}
 
 
 def script_error(text):
