@@ -96,7 +96,7 @@ class RecordingWatch:
         self.stop_after, self.grace, self.ended = stop_after, grace, None
         self.thread = None  # not beating yet: run_supervised starts it with the launcher's stop
 
-    def launch_with(self, stop):  # run_supervised hands its launcher's stop (heartbeat.Watch.launch_with)
+    def launch_with(self, stop, stop_signalled=None):  # run_supervised hands its launcher's stop (heartbeat.Watch.launch_with)
         self.start(stop)
 
     def silent_since_verdict(self):  # run_supervised asks before it launches (heartbeat.LinkWatch, walk15b B13)

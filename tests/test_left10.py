@@ -117,7 +117,9 @@ def test_a3_one_pick_of_the_cause_behind_torchruns_frames(torchrun_output):
     from nodeweave.entrypoint.running.symptoms import cause
 
     assert cause(torchrun_output) == f"[rank0]: {BOOM_LINE}" or cause(torchrun_output) == BOOM_LINE
-    assert cause("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n  exitcode  : 1") is None
+    # the worker's plain exit, never the launcher's frame (walk16b B15)
+    assert cause("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n  exitcode  : 1") == \
+        "a worker exited 1"
     killed = "Root Cause (first observed failure):\n  exitcode  : -9 (pid: 12)\n  Signal 9 (SIGKILL) received by PID 12"
     assert cause(killed).startswith("a worker was killed by signal 9 (SIGKILL)")
 

@@ -209,7 +209,7 @@ class _Watch:
     def note(self, line):
         self.logged.append(line)
 
-    def launch_with(self, stop):
+    def launch_with(self, stop, stop_signalled=None):
         pass
 
     def silent_since_verdict(self):

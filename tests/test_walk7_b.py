@@ -203,7 +203,7 @@ def test_b12_a_generations_failed_start_reports_its_error_to_node_0():
     watch = Watch()
     assert generations.launch(None, None, watch) == 127
     assert watch.said == (127, {"line": "launcher torchrun is not on PATH",
-                                "lines": ["launcher torchrun is not on PATH"], "start": True})
+                                "lines": ["launcher torchrun is not on PATH"], "start": True, "code": 127})
 
 
 # -- B2: a per-file note of the checkpoint finder names a few files per reason, then the count of the rest -----------

@@ -34,7 +34,8 @@ EXIT_PIPE_CLOSED = 141  # stdout was closed early (`| head -1`): the rest of the
 RECOVERY_ENDS = {EXIT_GAVE_UP: "when the restarts are spent or too few nodes are left",
                  EXIT_NO_PROGRESS: "after generations without progress",
                  EXIT_JOB_ERROR: "at once when the script raises the same error or exits with the same error line on "
-                                 "every node (or their start fails alike): the job's own, no restart spent"}
+                                 "every node (or their start fails alike, save a refusal of their settings: its own "
+                                 "2 or 3): the job's own, no restart spent"}
 RECOVERY_FINAL = tuple(RECOVERY_ENDS)
 
 

@@ -105,6 +105,8 @@ class Watch(WatchSurface):
         self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
         self.job_ended = False       # node 0 was stopped on purpose and told every node the job ends (walk10 B3)
         self.own_stop = None         # the stop signal this node was sent, once its launcher ended on it
+        self.stop_signalled = bool   # whether this node was sent a stop signal while its launcher runs (supervise)
+        self.unheard_end = []        # node 0 stopped by a person: the members gone before its news (HubWatch.finish)
         self.sitting_out = False     # a spare or a left-out node waiting this generation out: it runs no launcher
         # recovery's node 0: whether `nodeweave stop` asked for this stop (its mark in the run's folder)
         self.stop_asked = stop_asked or (lambda: False)
@@ -128,9 +130,12 @@ class Watch(WatchSurface):
         pause is ``HubWatch._note_pause``'s."""
         return None
 
-    def launch_with(self, stop_launcher):
+    def launch_with(self, stop_launcher, stop_signalled=None):
         """``stop_launcher`` is what a failure stops: the beats start with it, or (recovery's generations beat
-        from before the launcher's plan) it joins the beats already running."""
+        from before the launcher's plan) it joins the beats already running. ``stop_signalled``: whether this
+        node was sent a stop signal since (its stop then wins over the failures it causes: ``_own_stop_first``)."""
+        if stop_signalled is not None:
+            self.stop_signalled = stop_signalled
         if self.thread is None:
             self.start(stop_launcher)
         else:
@@ -226,6 +231,14 @@ class Watch(WatchSurface):
         preemption, a container's restart) is what recovery waits out for node 0 to come back (walk10 B3)."""
         return stopped == "SIGINT" or bool(self.stop_asked())
 
+    def unheard_of_end(self):
+        """The members gone before node 0's news that a person stopped it (``finish``): they check in again."""
+        return list(self.unheard_end)
+
+    def stop_words(self):
+        """How node 0 was stopped on purpose, in the words its own line uses: ``Ctrl-C``, or `nodeweave stop`'s."""
+        return "Ctrl-C" if self.own_stop == "SIGINT" else asked_stop()
+
     def _after_own_stop(self):
         """What the other nodes do once this node was stopped. Under recovery a stop ends a generation, not the
         job (walk10 B3: node 0 said the others were told to stop while they waited up to wait_timeout for it),
@@ -233,7 +246,7 @@ class Watch(WatchSurface):
         if not self.recovery:
             return "the others are told to stop (a stop, not a failure)"
         if isinstance(self, HubWatch) and self.ends_job(self.own_stop):
-            how = "Ctrl-C" if self.own_stop == "SIGINT" else asked_stop()
+            how = self.stop_words()
             return (f"the others are told to stop: a deliberate stop of node 0 ({how}) ends the job on every node, "
                     "under recovery too (a stop, not a failure)")
         if isinstance(self, HubWatch):
@@ -731,6 +744,8 @@ class HubWatch(HubStall, Watch):
         said = dict(report, how=f"{said_stop(stop_sent(report))}: {report.get('how')}") if cause is Cause.STOPPED \
             else report  # the fault's why names the signal: "it was stopped (SIGINT, Ctrl-C: torchrun exited 1 ...)"
         self.news.put(heard(cause, _label(peer), said, node=_identity(peer), own=own))
+        if self._own_stop_first():
+            return
         if self.failure is not None or self.elastic or own:
             self.held = None
             self._failed(_label(peer), report)
@@ -745,7 +760,18 @@ class HubWatch(HubStall, Watch):
         self.held = None
         self._failed(label, report)
 
+    def _own_stop_first(self):
+        """Node 0 was sent a stop signal (Ctrl-C, a SIGTERM) before any failure was relayed: its own stop, relayed
+        once its launcher ends (``finish``), is the news, whatever order the reports arrive in; a member's failure
+        now is most likely the one its stop caused (its ranks ended, the peers' collectives broke), put on the news
+        but never relayed in its place (walk16b B18: node 1's "connection closed" won, node 0 exited 143 and the
+        others waited for a next generation)."""
+        return self.failure is None and not self.elastic and self.stop_signalled()
+
     def _failed(self, label, report):
+        if self._own_stop_first():
+            self.held = None
+            return
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
         if stop_sent(report):
             news["stopped"] = stop_sent(report)
@@ -788,6 +814,10 @@ class HubWatch(HubStall, Watch):
                 news["stopped"], news["hub"] = stopped, True  # node 0 itself: under recovery the others wait for it
                 if self.recovery and self.ends_job(stopped):  # a person stopped it: the job ends (walk10 B3)
                     news["ends"] = True
+                    # a member whose launcher already ended (its ranks failed of this stop) hears no abort: it
+                    # checks in again, and node 0 tells it the job ended (``recovery.hub``; walk16b B18)
+                    self.unheard_end = [int(_identity(p)) for p in self.hub.peers
+                                        if p.done is not None and p.role == "member" and _identity(p) is not None]
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
             self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:

@@ -92,17 +92,19 @@ def _job(lo, hi, nproc, nproc_source, procs):
     return f"{nodes} node(s) x {nproc} process(es) per node ({nproc_source})"
 
 
-def check_processes(claims, rank, lo, hi, nproc, nproc_source, procs=None):
+def check_processes(claims, rank, lo, hi, nproc, nproc_source, procs=None, counts=None):
     """``WORLD_SIZE`` must count this job (processes, or pods as older Kubeflow does); ``RANK`` must be this node's.
     ``procs``: every node's processes (a fixed-size job, :mod:`world`), whose sum is the world size and whose
-    counts before this node are its first global rank; None (elastic): ``nodes x nproc`` for each count."""
-    totals = {world.world_size(procs)} if procs is not None else {n * nproc for n in range(lo, hi + 1)}
+    counts before this node are its first global rank; None (elastic): ``nodes x nproc`` for each count.
+    ``counts``: the node counts the job may be said to have (:func:`job_counts`; ``lo..hi`` when None)."""
+    counts = counts or list(range(lo, hi + 1))
+    totals = _totals(counts, nproc, procs)
     for claim in claims.get("world_size", ()):
         value = read_int(1)(claim.value, "world size", claim.source)
-        if value not in totals | set(range(lo, hi + 1)):
+        if value not in set(totals) | set(counts):
             raise TopologyError(
-                f"{claim.source} contradicts {_job(lo, hi, nproc, nproc_source, procs)}; accepted: {max(totals)} "
-                f"(processes) or {hi} (pods), or unset it: nodeweave exports WORLD_SIZE")
+                f"{claim.source} contradicts {_job(lo, hi, nproc, nproc_source, procs)}; accepted: "
+                f"{_either(totals, counts, hi)}, or unset it: nodeweave exports WORLD_SIZE")
     for claim in claims.get("rank", ()):
         value = read_int(0)(claim.value, "rank", claim.source)
         ranks = world.ranks_of(procs, rank) if procs is not None else range(rank * nproc, rank * nproc + nproc)
@@ -115,30 +117,63 @@ def check_processes(claims, rank, lo, hi, nproc, nproc_source, procs=None):
                 "or unset it")
 
 
-def _worker_values(rank, lo, hi, nproc, procs=None):
+def job_counts(lo, hi, training=None):
+    """The node counts a platform's count variable (``WORLD_SIZE``, ``ROLE_WORLD_SIZE``, ``GROUP_WORLD_SIZE``) may
+    name: ``lo..hi``; under recovery with spares, whose plan counts every container (``hi``), the ``training``
+    nodes too: a platform counts every pod (Kubeflow's PyTorchJob), nodeweave exports the training nodes'. They
+    are judged once, on the plan a node checks in with; a generation's plan, or ``--explain``'s of generation 0,
+    leaves them out (``recovery.setup.derived``: walk16b B19-B21, where 2 was refused before the check-in and 3
+    after it)."""
+    return sorted(set(range(lo, hi + 1)) | ({training} if training else set()))
+
+
+def _totals(counts, nproc, procs):
+    """The processes of each node count in ``counts``: the first nodes' slots summed when they differ."""
+    if procs is not None:
+        return sorted({world.world_size(procs[:n]) for n in counts if n <= len(procs)})
+    return sorted({n * nproc for n in counts})
+
+
+def _either(totals, counts, hi):
+    """What a count variable may say: ``4 (processes) or 2 (pods)``; with the training nodes apart from every
+    container (recovery's spares), which is which."""
+    if len(counts) == 2 and counts[-1] == hi and totals == counts:
+        return (f"{counts[0]} (the training nodes, as nodeweave exports it) or {counts[1]} (every container, spares "
+                "too: the platform's count)")
+    if len(counts) == 2 and counts[-1] == hi and len(totals) == 2:
+        return (f"{totals[0]} (the training nodes' processes, as nodeweave exports it), {totals[1]} (every "
+                f"container's, spares too: the platform's count) or {counts[0]} or {counts[1]} (pods)")
+    return f"{max(totals)} (processes) or {hi} (pods)"
+
+
+def _worker_values(rank, lo, hi, nproc, procs=None, counts=None):
     """What each per-process variable of torchrun's (and the unread NPROC_PER_NODE) may hold in this plan."""
+    counts = counts or list(range(lo, hi + 1))
     ranks = world.ranks_of(procs, rank) if procs is not None else range(rank * nproc, rank * nproc + nproc)
-    totals = [world.world_size(procs)] if procs is not None else [n * nproc for n in range(lo, hi + 1)]
     return {
         "LOCAL_WORLD_SIZE": ([nproc], "processes per node"),
         "NPROC_PER_NODE": ([nproc], "processes per node"),
         "LOCAL_RANK": (list(range(nproc)), "a process's index on its node"),
         "GROUP_RANK": ([rank], "this node's rank"),
-        "GROUP_WORLD_SIZE": (list(range(lo, hi + 1)), "nodes"),
+        "GROUP_WORLD_SIZE": (counts, "nodes"),
         "ROLE_RANK": (list(ranks), "a process's global rank on this node"),
-        "ROLE_WORLD_SIZE": (totals, "processes in the job"),
+        "ROLE_WORLD_SIZE": (_totals(counts, nproc, procs), "processes in the job"),
     }
 
 
 def _accepted(values):
-    return str(values[0]) if len(values) == 1 else f"{values[0]}..{values[-1]}"
+    if len(values) == 1:
+        return str(values[0])
+    if values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}..{values[-1]}"
+    return " or ".join(str(value) for value in values)
 
 
-def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes, procs=None):
+def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes, procs=None, counts=None):
     """torchrun's per-process variables (``LOCAL_WORLD_SIZE``, ``LOCAL_RANK``, ``GROUP_RANK``, ``ROLE_*``) set
     for the node, and ``NPROC_PER_NODE`` (which neither torchrun nor nodeweave reads): a value the plan
     contradicts is refused as ``WORLD_SIZE`` is (exit 3, walk2 M6); one that fits is noted as replaced."""
-    for name, (values, what) in _worker_values(rank, lo, hi, nproc, procs).items():
+    for name, (values, what) in _worker_values(rank, lo, hi, nproc, procs, counts).items():
         text = env.get(name, "").strip()
         if not text:
             continue

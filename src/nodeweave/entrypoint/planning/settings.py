@@ -192,6 +192,7 @@ def parse(argv, env):
     )
     settings.sysroot = settings.get("sysroot", "/") or "/"
     try:
+        _check_mode(settings, list(given))  # what was typed, a value refused too (--status --spares abc)
         if unread:
             raise unread[0]
         _check_stall_limits(options)
@@ -295,13 +296,12 @@ STATUS_READS = ("master_addr", "service", "cluster_domain", "hostfile", "master_
                 "job_id", "nnodes", "sysroot")
 
 
-def idle_problems(settings):
-    """Every flag or variable that does nothing given the others, as (message, accepted): each is refused in
-    one line naming both, as the spec's switched-off fields are (``shared_rules.SWITCHED``, which holds the
-    settings that are spec fields too; these are the entrypoint's own). A variable the container's environment
-    set is not the mistake where a flag turned its switch off over it (``nodeweave check`` runs a node so)."""
-    from .exchange_plan import switched_off
-
+def mode_problems(settings, typed=None):
+    """What the mode this entrypoint runs in (``--status``, ``--explain``) does not read, as ``idle_problems``'s
+    (message, accepted): checked before any value or rule of a setting the mode would not read, so the first
+    refusal is the one a person acts on (walk16b B22: ``--status --spares 1`` was told to add ``--recovery on``,
+    then that ``--spares`` does nothing with ``--status``). ``typed``: the keys of the flags typed (parse's), else
+    those of the settings."""
     found = []
     for flag, wanted in (("--all", settings.all_rows), ("--stacks", settings.stacks)):
         if wanted and not settings.status:
@@ -319,24 +319,36 @@ def idle_problems(settings):
         command = " ".join(settings.command)
         found.append((f"--status takes no command: it asks node 0 of the running job and starts nothing, so "
                       f"{command!r} would do nothing", f"--status alone, or leave '{command}' out"))
+    if settings.status:
+        # walk14b B10: --node-rank, --launcher, --metrics-port beside --status were dropped without a word, and
+        # --spares with --recovery on planned recovery for a query (exit 3): a flag it does not read is refused
+        if typed is None:
+            typed = [key for key in settings.flags if key not in settings.flag_sources] + \
+                [key for key, value in settings.options.items() if value.source.startswith("flag ")]
+        unread = [key for key in typed if key not in STATUS_READS]
+        if unread:
+            flag = BY_KEY[unread[0]].flag  # a flag typed, each one
+            reads = ", ".join(BY_KEY[key].flag for key in STATUS_READS)
+            found.append((f"{flag} does nothing with --status: it asks node 0's check-in exchange of the running "
+                          "job and plans no node here, so it reads only where that exchange is, which job it is "
+                          f"and how many nodes it has ({reads})", f"--status with those only, or leave {flag} out"))
+    return found
+
+
+def idle_problems(settings):
+    """Every flag or variable that does nothing given the others, as (message, accepted): each is refused in
+    one line naming both, as the spec's switched-off fields are (``shared_rules.SWITCHED``, which holds the
+    settings that are spec fields too; these are the entrypoint's own). A variable the container's environment
+    set is not the mistake where a flag turned its switch off over it (``nodeweave check`` runs a node so)."""
+    from .exchange_plan import switched_off
+
+    found = mode_problems(settings)
     if settings.status and not settings.explain:
         why = switched_off(settings) if settings.sysroot in ("/", "", None) else None
         if why:
             found.append((f"--status asks node 0's check-in exchange, which is off here ({why}): there is nothing "
                           "to ask", "--status without turning the exchange off (leave --exchange off, --no-wait "
                           "and --wait-timeout 0 out)"))
-    if settings.status:
-        # walk14b B10: --node-rank, --launcher, --metrics-port beside --status were dropped without a word, and
-        # --spares with --recovery on planned recovery for a query (exit 3): a flag it does not read is refused
-        typed = [key for key in settings.flags if key not in settings.flag_sources] + \
-            [key for key, value in settings.options.items() if value.source.startswith("flag ")]
-        unread = [key for key in typed if key not in STATUS_READS]
-        if unread:
-            flag = BY_KEY[unread[0]].flag if unread[0] in settings.flags else _named(settings, unread[0])
-            reads = ", ".join(BY_KEY[key].flag for key in STATUS_READS)
-            found.append((f"{flag} does nothing with --status: it asks node 0's check-in exchange of the running "
-                          "job and plans no node here, so it reads only where that exchange is, which job it is "
-                          f"and how many nodes it has ({reads})", f"--status with those only, or leave {flag} out"))
     if settings.no_wait and settings.source("wait_timeout").startswith("flag "):
         found.append((f"--wait-timeout {settings.get('wait_timeout')} does nothing with --no-wait (nothing is "
                       "waited for)", "--no-wait, or --wait-timeout N"))
@@ -372,6 +384,13 @@ def check_no_wait(settings):
         raise UsageError(f"--no-wait with {name} on: --no-wait switches the check-in exchange off too (nothing "
                          f"waits for node 0, nothing checks in), and recovery runs on it; accepted: leave --no-wait "
                          f"out, or turn {name} off")
+
+
+def _check_mode(settings, typed):
+    found = mode_problems(settings, typed)
+    if found:
+        message, accepted = found[0]
+        raise UsageError(f"{message}; accepted: {accepted}")
 
 
 def _check_idle(settings):

@@ -224,8 +224,10 @@ def discover(settings, node, root, kube, warnings=None):
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}")
     procs = None if lo != hi else node_counts(_line_slots(claims), from_a_line(nproc_src), rank, hi, nproc)
-    consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src, procs)
-    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes, procs)
+    counts = consistency.job_counts(lo, hi, hi - _spares(settings) if str(nnodes_src).startswith(RECOVERY_CONTAINERS)
+                                    else None)
+    consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src, procs, counts)
+    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes, procs, counts)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
     master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
     port, port_claim = decide(claims.get("master_port"), "master_port", "master port", READERS["master_port"], notes,

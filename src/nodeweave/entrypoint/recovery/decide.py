@@ -29,7 +29,7 @@ node's position, so the others keep their ranks.
 
 from dataclasses import replace
 
-from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
+from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EXIT_PEER_FAILED, EXIT_TOPOLOGY, EXIT_USAGE
 from ..nodelists import ranges
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
@@ -95,6 +95,14 @@ def _stop(book, code, why_ended):
 def finished(book):
     """The book telling nodes still on their way back that the job finished (every node exits 0)."""
     return _stop(book, 0, "the job finished")
+
+
+def stopped_by_person(book, how):
+    """The book telling nodes whose launcher ended before node 0's stop reached them (their own ranks failed of it,
+    and they came back to check in) that a person stopped node 0 (``how``: Ctrl-C), which ends the job on every
+    node (exit 5), as the stop's news tells the others (walk16b B18: they waited for a next generation)."""
+    return _stop(book, EXIT_PEER_FAILED, f"node 0 was stopped ({how}): a deliberate stop of node 0 ends the job on "
+                                         "every node, under recovery too")
 
 
 def closed(book, code, at, ended=None):
@@ -253,11 +261,18 @@ def shared_error(errors, members):
 
 
 def job_error(book, nodes, error):
-    """The book stopping the job on its own error: no (further) node left out, spare taken or restart spent."""
+    """The book stopping the job on its own error: no (further) node left out, spare taken or restart spent. A
+    start every node refused as bad input or a contradiction (exit 2, 3: a variable a generation's plan refused)
+    ends with that code, naming it, not as the script's error (exit 10; walk16b B21)."""
     where = ranges(map(str, nodes))
     spent = ("so no node was left out and no spare or restart spent" if not book.restarts else
              f"as the last restart did, so no more nodes are left out and no more spares or restarts spent "
              f"({book.restarts} spent)")
+    if error.get("start") and error.get("code") in (EXIT_USAGE, EXIT_TOPOLOGY):  # the nodes' own settings
+        stopped = _stop(book, error["code"], f"every node's start refused its settings, the same on node(s) "
+                                             f"{where}: {error['line']}; a restart would only repeat it, {spent}: "
+                                             "fix the variable or flag it names, then start the job again")
+        return replace(stopped, error=dict(error, nodes=list(nodes)))
     stopped = _stop(book, EXIT_JOB_ERROR, f"the job's own error, the same on node(s) {where}: {error['line']}; "
                                           f"a restart would only repeat it, {spent}: fix the script or what it "
                                           "reads and writes, then start the job again")

@@ -7,7 +7,7 @@ slot may go to a spare, and the spare is then the rendezvous host (docs/recovery
 import os
 import time
 
-from ..errors import EXIT_PEER_FAILED
+from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EXIT_USAGE
 from ..news import Cause, News, stop_sent
 from . import decide
 from .book import Book, Decision
@@ -85,12 +85,17 @@ class HubSide:
             if code == 0 or user_stopped(self.gens.received):  # the book closed, and said, by ``Generations``
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
+                elif watch.unheard_of_end():  # nodes that left before node 0's stop reached them check in again
+                    self._tell_latecomers(hub, verdict, book, set(watch.unheard_of_end()),
+                                          decide.stopped_by_person(book, watch.stop_words()))
                 return code
             fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)
             book = decide.ended(book, fault.node, alive)
             if fault.error:  # decided now: no generation follows, so none is announced (walk7 B45)
-                self.log(f"recovery: generation {book.generation} ended: {fault.why}: the job's own error, the "
-                         "same on every node that raised one; not restarting")
+                whose = ("every node's start refused its settings" if fault.error.get("start") and
+                         fault.error.get("code") in (EXIT_USAGE, EXIT_TOPOLOGY) else
+                         "the job's own error, the same on every node that raised one")
+                self.log(f"recovery: generation {book.generation} ended: {fault.why}: {whose}; not restarting")
             else:  # what follows is said once node 0 decided it (walk10 B14, walk7 B45)
                 self.log(f"recovery: generation {book.generation} ended: {fault.why}")
                 ended = True
@@ -138,17 +143,19 @@ class HubSide:
                      f"book they kept ({book.restarts} restart(s) with this one) and the newest checkpoint")
         return book
 
-    def _tell_latecomers(self, hub, verdict, book):
-        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished, rather
-        than finding no node 0 and exiting 4."""
-        late = set(book.present) | set(book.alive)
-        late -= {0} | {p.fp.get("rank") for p in hub.peers}
+    def _tell_latecomers(self, hub, verdict, book, late=None, told=None):
+        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished (``told``:
+        how else it ended), rather than finding no node 0 and exiting 4. ``late``: the nodes to wait for (else
+        every node present or alive that is not connected)."""
+        if late is None:
+            late = set(book.present) | set(book.alive)
+            late -= {0} | {p.fp.get("rank") for p in hub.peers}
         if not late:
             return
         hub = self._new_hub(hub)
         self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
-            hub.announce(dict(verdict, recovery=decide.finished(book).to_json(public=True)))
+            hub.announce(dict(verdict, recovery=(told or decide.finished(book)).to_json(public=True)))
         hub.keep_listener = False
         hub.close()
 

@@ -14,7 +14,7 @@ book this node kept while the job runs (``recovery.json``).
 from ..core import build_plan
 from ..errors import EntrypointError
 from ..planning.job_size import job_size
-from .setup import Config, identity_settings, last_book, with_flags
+from .setup import Config, derived, identity_settings, last_book, with_flags
 
 
 
@@ -144,9 +144,10 @@ def _shown(settings, plan, partial):
             config.spares or config.minimum != config.slots):
         return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
     # with spares, or MIN:MAX (recovery.min_nodes): generation 0 is a fixed-size job of every training node
-    first = with_flags(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
-    first.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
+    first = derived(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
     shown = build_plan(first, partial=partial)
+    if shown.topology is None:
+        return plan
     shown.role, shown.exchange = plan.role, plan.exchange  # it checks in as its identity among nodes + spares
     shown.topology.platform = plan.topology.platform  # what told its identity, not "flags" (walk5 W5)
     shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
@@ -191,8 +192,8 @@ def _spare_plan(settings, plan, config, partial):
     not the identity plan's node count of nodes + spares, which no generation runs (walk5 W3); the rank is the
     last training node's, standing for whichever node is left out."""
     rank = config.slots - 1
-    then = with_flags(settings, "the training nodes (the spare's container count, nodes + spares, is only its "
-                      "check-in's)", nnodes=config.slots)
+    then = derived(settings, "the training nodes (the spare's container count, nodes + spares, is only its "
+                   "check-in's)", nnodes=config.slots)
     then = with_flags(then, f"a left-out node's rank, once this spare takes its place (shown: {rank})",
                       node_rank=rank)
     own = plan.topology.nproc_per_node if plan.topology is not None else None
@@ -200,7 +201,6 @@ def _spare_plan(settings, plan, config, partial):
 
     if own is not None and from_a_line(own.source):  # its own line's slots, as a generation runs it (fix13d)
         then = with_flags(then, f"this spare's own line ({own.source})", nproc_per_node=own.value)
-    then.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
     shown = build_plan(then, partial=partial)
     if shown.launch is None or shown.topology is None:
         return plan

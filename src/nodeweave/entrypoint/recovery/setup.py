@@ -38,6 +38,22 @@ def with_flags(settings, why, **flags):
     return copy
 
 
+def derived(settings, why, **flags):
+    """``settings`` for a plan derived from the one this node checks in with (a generation's members, ``--explain``'s
+    generation 0, a spare's launch): the flags, NODEWEAVE_NNODES as ``nnodes`` (one count: no flag-over-variable
+    warning), and none of the platform's per-process variables (``WORLD_SIZE``, ``RANK``, torchrun's ``ROLE_*``,
+    ...): they speak of every container and this node's identity, were judged on the check-in's plan
+    (``consistency.job_counts``), and the launcher sets its own for each process (walk16b B19-B21: ``WORLD_SIZE=3``
+    on 2 training nodes + 1 spare passed the plan, then every generation refused it as the job's own error)."""
+    from ..planning.reserved import LAUNCHER_ENV
+
+    copy = with_flags(settings, why, **flags)
+    copy.env = {name: value for name, value in settings.env.items() if name not in LAUNCHER_ENV}
+    if "nnodes" in flags:
+        copy.env["NODEWEAVE_NNODES"] = str(flags["nnodes"])
+    return copy
+
+
 def identity_settings(settings):
     """The settings a node checks in with: with spares, the job's containers are nodes + spares."""
     spares = settings.get("spares", 0) or 0

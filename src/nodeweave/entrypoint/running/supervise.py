@@ -82,12 +82,12 @@ def _here():
 def exit_status(wait_status, received):
     """The entrypoint's exit code for the launcher's wait status and the signals passed on."""
     code = os.waitstatus_to_exitcode(wait_status)
-    if code < 0:  # killed by a signal: the shell's convention
-        return 128 - code
     stopping = _numbers(STOPPING)
     stop = next((s for s in received if s in stopping), None)
-    if stop is not None and code != 0:
+    if stop is not None and code != 0:  # the stop this process was sent, however its launcher then ended (B18)
         return 128 + int(stop)
+    if code < 0:  # killed by a signal: the shell's convention
+        return 128 - code
     return code
 
 
@@ -347,7 +347,8 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None, 
         tail.parent_side()
         stopper = _stopper(pid, reaped, tail, ranks)
         stopper.aside = aside  # where a stop the watch decides sends the output, with no stall watch's file
-        watch.launch_with(stopper)  # beating from now on, or since before the plan (recovery's generations)
+        # beating from now on, or since before the plan (recovery's generations); a stop sent wins over what it causes
+        watch.launch_with(stopper, lambda: any(s in stopping for s in received))
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None:
         warm.hold(executable, env)  # the next generation's launcher, while this one runs

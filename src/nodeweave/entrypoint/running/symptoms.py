@@ -100,7 +100,7 @@ def start_failure(err):
     its PATH), never the node that happened to report it first (walk7 B12: node 0 left node 1 out for the
     missing launcher both had)."""
     line = str(err)[:300]
-    return {"line": line, "lines": [line], "start": True}
+    return {"line": line, "lines": [line], "start": True, "code": err.exit_code}
 
 
 def script_error(text):
@@ -182,7 +182,8 @@ def cause(text):
 
     In order: the exception the script raised or its refusal of its arguments (:func:`script_error`'s rules: not
     a peer gone, not a collective's timeout); a rank killed by a signal (torchrun's summary: the out-of-memory killer's SIGKILL); any other
-    exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`)."""
+    exception a worker printed (a peer gone, a timeout), never the launcher's own (:data:`LAUNCHERS_OWN`); a
+    worker's plain exit code and the line before it (:func:`exited`)."""
     text = plain(text)
     if not text:
         return None
@@ -205,7 +206,32 @@ def cause(text):
     said = clean_exit(text)
     if said and said["lines"]:
         return said["line"]
-    return candidates[-1][1][:300] if candidates else None
+    if candidates:
+        return candidates[-1][1][:300]
+    return exited(text, said["exit"]) if said and said["exit"] else None
+
+
+# A launcher's first report that a worker ended (torchrun's ``failed (exitcode: 3) local_rank: 0``, deepspeed's
+# ``exits with return code = 3``, accelerate's ``CalledProcessError``), and torchrun's summary of whose it was.
+REPORTED = re.compile(r"failed \(exitcode: -?\d+\)|exits with return code =|CalledProcessError|ChildFailedError|"
+                      r"Traceback \(most recent call last\)")
+WHOSE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*([1-9]\d*)")
+LAUNCHER_LOG = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|\[[\d\- :,.]+\] \[(?:INFO|WARNING|ERROR)\]|"
+                          r"nodeweave-entrypoint:)")
+
+
+def exited(text, code):
+    """A worker's plain exit with a code of its own, no exception, no signal: ``rank 1 exited 3`` (torchrun's
+    summary names the rank; else ``a worker``) and the last line before its launcher reported it, which is most
+    often the script's own word on why (``sys.exit(3)`` after ``dataset shard missing``), as a signal is named
+    (walk16b B15: only torchrun's ChildFailedError frames were relayed)."""
+    whose = [m for m in WHOSE.finditer(text) if m.group(2) == str(code)]
+    head = f"rank {whose[-1].group(1)} exited {code}" if whose else f"a worker exited {code}"
+    lines = text.splitlines()
+    end = next((i for i, line in enumerate(lines) if REPORTED.search(line)), 0)  # none: the tail began after it
+    last = next((line.strip() for line in reversed(lines[:end]) if line.strip() and not WORDLESS.match(line.strip())
+                 and not LAUNCHER_LOG.match(line.strip())), None)
+    return f"{head} (last line before it: {last[:300]})" if last else head
 
 
 def named_first(how, text):

@@ -38,8 +38,9 @@ class LocalWatch(FaultSeam):
         """One node alone had no check-in verdict to be silent past (``heartbeat.LinkWatch``'s question)."""
         return None
 
-    def launch_with(self, stop_launcher):
-        """The launcher a stall stops; the watch starts with it (one node alone beats to nobody before)."""
+    def launch_with(self, stop_launcher, stop_signalled=None):
+        """The launcher a stall stops; the watch starts with it (one node alone beats to nobody before). One node
+        alone relays no failure a stop could cause: ``stop_signalled`` is not needed."""
         self.start(stop_launcher)
 
     def start(self, stop_launcher):
