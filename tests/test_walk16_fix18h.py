@@ -14,8 +14,9 @@ def _entry(tmp_path, env, *args):
     """``nodeweave-entrypoint args`` in ``tmp_path`` with only ``env`` (and the interpreter's PATH) set."""
     full = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src"),
             "HOME": str(tmp_path), **env}
-    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *args], cwd=tmp_path, env=full,
-                          capture_output=True, text=True, timeout=120)
+    from cli_run import entrypoint
+
+    return entrypoint(*args, cwd=tmp_path, env=full, timeout=120)
 
 
 # class 1: the platform's count variables (WORLD_SIZE, ROLE_WORLD_SIZE, GROUP_WORLD_SIZE) under recovery with spares

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import entrypoint as run_entrypoint
 from free_ports import free_ports
 
 import nodeweave
@@ -27,8 +28,7 @@ SRC = str(Path(nodeweave.__file__).resolve().parents[1])  # the nodeweave this t
 def entrypoint(argv, env, timeout=60):
     """A real ``nodeweave-entrypoint`` process: (exit code, stdout, stderr)."""
     full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC, **env}
-    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *argv], env=full, capture_output=True,
-                          text=True, timeout=timeout)
+    done = run_entrypoint(*argv, env=full, timeout=timeout)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -107,9 +107,8 @@ def test_status_says_what_answers_without_guessing_the_program_behind_a_port(cas
 def _explain(env, tmp_path):
     (tmp_path / "train.py").write_text("")
     full = {"TMPDIR": str(tmp_path), **env}
-    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"],
-                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": SRC, **full},
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = run_entrypoint("--explain", "--", "train.py", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                                             "PYTHONPATH": SRC, **full}, cwd=tmp_path, timeout=60)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -204,8 +203,7 @@ def test_explain_on_a_node_of_the_running_job_reads_its_traces_as_its_own(tmp_pa
                "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": "ck"}
         said = {}
         for rank in ("0", "2"):
-            done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node-rank", rank, "--explain",
-                                   "--", "train.py"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+            done = run_entrypoint("--node-rank", rank, "--explain", "--", "train.py", env=env, cwd=work, timeout=60)
             said[rank] = done.stdout + done.stderr
     finally:
         holder.kill()

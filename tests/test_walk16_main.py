@@ -54,8 +54,9 @@ def test_the_first_words_of_one_option_are_offered_as_that_option(tmp_path):
     assert close_options("--dry", ["--dry-run", "--spec"]) == ["--dry-run"]
     assert close_options("--kube", ["--kube-cli", "--kube-context"]) == []  # two: not one to offer
     assert close_options("--name", ["--namespace", "--node"]) == []
-    said = subprocess.run([sys.executable, "-m", "nodeweave", "sync", "--include"], capture_output=True, text=True,
-                          cwd=tmp_path)
+    from cli_run import nodeweave
+
+    said = nodeweave("sync", "--include", cwd=tmp_path)
     assert said.returncode == 2 and "(did you mean --include-secrets?)" in said.stderr, said.stderr
 
 
@@ -96,8 +97,9 @@ def _explain(cwd, folder):
     env = {"PATH": os.environ["PATH"], "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
            "NODEWEAVE_CHECKPOINT_DIR": folder, "NODEWEAVE_MASTER_ADDR": "127.0.0.1", "NODEWEAVE_NODE_RANK": "1",
            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"], cwd=cwd,
-                          env=env, capture_output=True, text=True)
+    from cli_run import entrypoint
+
+    return entrypoint("--explain", "--", "train.py", cwd=cwd, env=env)
 
 
 def test_a_checkpoint_folder_is_judged_where_it_is_not_by_its_spelling(tmp_path):
@@ -135,8 +137,9 @@ def test_one_list_items_and_one_sections_every_mistake_in_one_round(tmp_path):
         'kubernetes: {tolerations: [{key: "bad key", operator: Sometimes, effect: Never}], topology_spread: '
         "[{topology_key: 'bad key', max_skew: 0, when_unsatisfiable: Maybe}]}\n"
         'metrics: {port: 29500, step_pattern: "("}\n')
-    said = subprocess.run([sys.executable, "-m", "nodeweave", "validate", "--spec", "r.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True).stderr
+    from cli_run import nodeweave
+
+    said = nodeweave("validate", "--spec", "r.yaml", cwd=tmp_path).stderr
     for field in ("volumes[1].host_path", "volumes[1].name: 'a' is already used by volumes[0]",
                   "tolerations[0].key", "tolerations[0].operator", "tolerations[0].effect: got 'Never'",
                   "metrics.step_pattern", "metrics.port: 29500 is launcher.master_port too",
@@ -157,7 +160,8 @@ def test_a_spec_renamed_here_is_named_before_the_parents_is_used(tmp_path):
     (tmp_path / "p4").mkdir()
     (tmp_path / "p4" / "cluster.yaml").write_text(spec.format("child"))
     (tmp_path / "p4" / "values.yaml").write_text("name: x\nreplicas: 2\n")  # a YAML file that is no spec
-    said = subprocess.run([sys.executable, "-m", "nodeweave", "validate"], cwd=tmp_path / "p4", capture_output=True,
-                          text=True)
+    from cli_run import nodeweave
+
+    said = nodeweave("validate", cwd=tmp_path / "p4")
     assert said.returncode == 0 and "note: ./cluster.yaml is not read" in said.stderr, said.stderr
     assert "values.yaml" not in said.stderr
