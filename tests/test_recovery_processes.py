@@ -67,8 +67,10 @@ def test_without_a_spare_a_fixed_job_ends_on_every_node_naming_the_node_and_why(
     codes = finish(nodes)
     assert codes == [8, 8], texts(nodes)
     for node in nodes:
-        assert ("recovery: the job ends: node 1: its launcher failed (torchrun exited 1); no spare takes its place "
-                "and the job needs 2 node(s), 1 left (every node exits 8)") in node.text(), node.text()
+        # the launcher's end, then the worker's own exit and the line before it (walk16b B15)
+        assert re.search(r"recovery: the job ends: node 1: its launcher failed \(torchrun exited 1: rank 1 exited 1 "
+                         r"\(last line before it: [^\n]*\)\); no spare takes its place and the job needs 2 node\(s\), "
+                         r"1 left \(every node exits 8\)", node.text()), node.text()
     assert "recovery: generation 0 ended: node 1" in nodes[0].text(), nodes[0].text()
     assert "starting generation" not in nodes[0].text(), nodes[0].text()  # walk10 B14: none starts
 
