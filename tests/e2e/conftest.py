@@ -97,7 +97,8 @@ def image_build(engine, base_image, wheelhouse, tmp_path_factory):
         context = checkout_context(REPO, tmp_path_factory.mktemp("image-context") / "checkout")
         argv = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))",
                 "image", "build", "cpu", "--spec", str(spec_path), "--context", str(context),
-                "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind]
+                "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind,
+                "--force"]  # the run's own tag (REGISTRY: this checkout's): an earlier run's build from another folder
         out = _run(argv, timeout=1800)
         return {"spec": str(spec_path), "stdout": out.stdout, "stderr": out.stderr}
 
