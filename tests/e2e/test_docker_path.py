@@ -80,7 +80,8 @@ def docker_base(docker):
 
 def _build(setup, spec, context, base):
     return _nodeweave(setup, "image", "build", "cpu", "--spec", str(spec), "--context", str(context),
-                      "--base", base, "--offline", "--network", "host", "--engine", "docker", "--quiet")
+                      "--base", base, "--offline", "--network", "host", "--engine", "docker", "--quiet",
+                      "--force")  # the checkout's own tag, which an earlier run built from another temporary folder
 
 
 def _image_id(out) -> str:
