@@ -192,7 +192,7 @@ def _nodes(tmp_path, hosts, count, script, extra=None, argv=()):
 RANKS = """import os, torch.distributed as dist
 dist.init_process_group("gloo")
 # one write(2) per line: print's pieces of two ranks sharing node 1's stdout interleaved on a loaded machine
-os.write(1, "RANKLINE {} {} {}\n".format(dist.get_rank(), dist.get_world_size(), os.environ["WORLD_SIZE"]).encode())
+os.write(1, "RANKLINE {} {} {}\\n".format(dist.get_rank(), dist.get_world_size(), os.environ["WORLD_SIZE"]).encode())
 dist.barrier()
 dist.destroy_process_group()
 """
