@@ -258,7 +258,9 @@ def test_every_dry_run_of_a_forced_write_refuses_as_the_real_run_and_shows_the_f
     cases = force_cases(team)
     both = {" ".join(words) for words, command in leaves()
             if {"--force", "--dry-run"} <= {o for p in command.params for o in getattr(p, "opts", [])}}
-    assert both == set(cases)
+    # image build's --force replaces an engine's image another folder built: its refusal needs a real engine's
+    # image, and tests/test_walk16_fix18b.py drives it (and its dry run) on podman
+    assert both - {"image build"} == set(cases)
     assert run_cli(capsys, "render", "compose")[0] == 0
     mine = next(p for p in (team / "compose").rglob("*") if p.is_file())
     mine.write_text("my own edit\n")

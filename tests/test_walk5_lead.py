@@ -178,11 +178,11 @@ def test_a_misspelt_variable_whose_near_name_only_the_nodes_read_says_so(monkeyp
     from cli_run import in_process
 
     monkeypatch.setenv("NODEWEAVE_HOSTS_FILE", "hosts.txt")
-    _, _, err = in_process(capsys, "--help")
+    _, _, err = in_process(capsys, "image", "variants")  # a verb that acts: --help runs no start-up check (B1)
     assert "did you mean NODEWEAVE_HOSTFILE, which nodeweave-entrypoint reads in the nodes, not this command?" in err
     monkeypatch.delenv("NODEWEAVE_HOSTS_FILE")
     monkeypatch.setenv("NODEWEAVE_IMAEG", "x")
-    _, _, err = in_process(capsys, "--help")
+    _, _, err = in_process(capsys, "image", "variants")
     assert "did you mean NODEWEAVE_IMAGE?)" in err
 
 
