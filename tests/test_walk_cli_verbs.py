@@ -175,7 +175,8 @@ def test_bad_input_is_refused_before_ssh_or_kubectl_is_reached(capsys, project, 
 
 
 def test_init_with_as_many_nodes_as_hosts_still_probes_them(capsys, project, reached):
-    code, _, err = run_cli(capsys, "init", "--nodes", "1", "--host", "a", "--out", "new.yaml", "--dry-run")
+    # the real init (its dry run reaches no host since walk16a A21: it prints the probe, as hosts probe's does)
+    code, _, err = run_cli(capsys, "init", "--nodes", "1", "--host", "a", "--out", "new.yaml")
     assert code != EXIT_USAGE and reached.read_text().startswith("ssh "), err
 
 
