@@ -62,3 +62,22 @@ esac
     (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "podman-compose").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def made_by_up(team, spec_text: str) -> None:
+    """What a real `up` of ``spec_text`` leaves in the team folder: its compose file and its record."""
+    from nodeweave.cluster.backends.local import render_up_compose
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.cluster.options import ClusterOptions, record_made
+    from nodeweave.spec import load_spec
+
+    spec_path = team / "nodeweave.yaml"
+    spec_path.write_text(spec_text)
+    spec, mark = load_spec(spec_path), JobMark.of(team, "team")
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "compose.yaml").write_text(render_up_compose(spec, team.resolve(), mark))
+    record_made(spec_path, "team", ClusterOptions(target="local", engine="podman"),
+                {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
+                 "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
+                 "spec_text": spec_text})

@@ -59,6 +59,7 @@ def test_status_alone_is_still_taken():
 
 
 from cli_run import in_a_folder_with_train_py  # noqa: E402
+from port_standins import PortStandIn  # noqa: E402
 
 entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
 
@@ -213,43 +214,6 @@ def test_a_word_lists_value_may_carry_another_programs_option_with_its_value():
         settings_module.parse(["--checkpoint-dir", "--nnodes=2", "train.py"], {})
 
 
-class _Listener:
-    """A listener on 127.0.0.1:``port`` that answers each connection as ``kind`` does: node 0's check-in exchange
-    (a JSON challenge naming the job), node 0's metrics port (HTTP), or torchrun's store (silent)."""
-
-    def __init__(self, port, kind):
-        import socket
-        import threading
-
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(8)
-        self.kind, self.held = kind, []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-            try:
-                if self.kind == "exchange":
-                    conn.sendall(b'{"t": "challenge", "job": "je", "nonce": "00"}\n')
-                elif self.kind == "metrics":
-                    conn.settimeout(2)
-                    conn.recv(4096)
-                    conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nnodeweave: /metrics (Prometheus), /status.json\n")
-                    conn.close()
-            except OSError:
-                pass
-
-    def close(self):
-        for conn in self.held:
-            conn.close()
-        self.sock.close()
 
 
 @pytest.mark.parametrize("case", ["the exchange port as MASTER_PORT", "one below the master port",
@@ -264,7 +228,7 @@ def test_status_at_a_wrong_port_says_what_answers_there_and_which_port_to_give(c
     from nodeweave.entrypoint.checkin.session import wrong_port_hint
 
     base = free_ports(4)  # base: the job's master port (silent store), base + 1: its exchange, base + 3: metrics
-    listeners = [_Listener(base, "store"), _Listener(base + 1, "exchange"), _Listener(base + 3, "metrics")]
+    listeners = [PortStandIn(base, "store"), PortStandIn(base + 1, "exchange"), PortStandIn(base + 3, "metrics")]
     try:
         if case == "the exchange port as MASTER_PORT":
             master, dialled, source, there, give = base + 1, base + 2, "master port 50500 + 1", None, \

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from cli_run import in_process as run_cli, one_line
-from team_folder import SPEC, fake_engines, make_team
+from team_folder import SPEC, fake_engines, made_by_up, make_team
 
 
 @pytest.fixture
@@ -150,23 +150,6 @@ esac
     assert "team3 is down" not in said
 
 
-def _made_by_up(team, spec_text: str) -> None:
-    """What a real `up` of ``spec_text`` leaves in the team folder: its compose file and its record."""
-    from nodeweave.cluster.backends.local import render_up_compose
-    from nodeweave.cluster.identity import JobMark
-    from nodeweave.cluster.options import ClusterOptions, record_made
-    from nodeweave.spec import load_spec
-
-    spec_path = team / "nodeweave.yaml"
-    spec_path.write_text(spec_text)
-    spec, mark = load_spec(spec_path), JobMark.of(team, "team")
-    folder = team / ".nodeweave" / "team"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "compose.yaml").write_text(render_up_compose(spec, team.resolve(), mark))
-    record_made(spec_path, "team", ClusterOptions(target="local", engine="podman"),
-                {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
-                 "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
-                 "spec_text": spec_text})
 
 
 def _answering_rows(monkeypatch, made: int):
@@ -198,7 +181,7 @@ def test_a17_every_field_the_held_nodes_do_not_see_is_said_as_nodes_is(capsys, t
     from nodeweave.cluster.onbackend import ran_spec_text, spec_changed
 
     fake_engines(team, monkeypatch, "podman")
-    _made_by_up(team, SPEC)
+    made_by_up(team, SPEC)
     before, after, said = CHANGES[field]
     (team / "nodeweave.yaml").write_text(SPEC.replace(before, after))
     _answering_rows(monkeypatch, 2)
@@ -217,7 +200,7 @@ def test_a18_status_of_a_grown_spec_calls_no_node_down(capsys, team, monkeypatch
     exit 1, where run and exec say the spec asks for a node `up` has not made: status says that, as a note, shows
     the nodes up made, and exits 0 (nothing failed)."""
     fake_engines(team, monkeypatch, "podman")
-    _made_by_up(team, SPEC)
+    made_by_up(team, SPEC)
     (team / "nodeweave.yaml").write_text(SPEC.replace("nodes: 2", "nodes: 3"))
     _answering_rows(monkeypatch, 2)
     code, out, err = run_cli(capsys, "status")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cli_run import in_process as run_cli, one_line
-from team_folder import SPEC, fake_engines, make_team
+from team_folder import SPEC, fake_engines, made_by_up, make_team
 
 
 @pytest.fixture
@@ -13,23 +13,6 @@ def team(tmp_path, monkeypatch):
     return make_team(tmp_path, monkeypatch)
 
 
-def _made_by_up(team, spec_text: str) -> None:
-    """What a real `up` of ``spec_text`` leaves in the team folder: its compose file and its record."""
-    from nodeweave.cluster.backends.local import render_up_compose
-    from nodeweave.cluster.identity import JobMark
-    from nodeweave.cluster.options import ClusterOptions, record_made
-    from nodeweave.spec import load_spec
-
-    spec_path = team / "nodeweave.yaml"
-    spec_path.write_text(spec_text)
-    spec, mark = load_spec(spec_path), JobMark.of(team, "team")
-    folder = team / ".nodeweave" / "team"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "compose.yaml").write_text(render_up_compose(spec, team.resolve(), mark))
-    record_made(spec_path, "team", ClusterOptions(target="local", engine="podman"),
-                {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
-                 "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
-                 "spec_text": spec_text})
 
 
 def _holding_rows(monkeypatch):
@@ -83,7 +66,7 @@ def test_class1_which_spec_a_note_or_a_run_folder_means(capsys, team, monkeypatc
     fake_engines(team, monkeypatch, "podman")
     _holding_rows(monkeypatch)
     spec_path = team / "nodeweave.yaml"
-    _made_by_up(team, SPEC)
+    made_by_up(team, SPEC)
     args_only = SPEC.replace(*ARGS)
     spec_path.write_text(args_only)
     for argv in (["status"], ["exec", "--dry-run", "--", "true"], ["run", "--dry-run"]):
@@ -163,7 +146,7 @@ def test_class3_a_target_flag_is_never_dropped_for_a_defaulted_positional(capsys
     from nodeweave.errors import EXIT_USAGE
 
     fake_engines(team, monkeypatch, "podman")
-    _made_by_up(team, SPEC)
+    made_by_up(team, SPEC)
     code, out, err = run_cli(capsys, *argv)
     said = out + err
     assert "target local" not in said and "team is not up" not in said, (argv, out, err)

@@ -12,12 +12,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from cli_run import entrypoint as run_entrypoint
+from port_standins import PortStandIn
 from free_ports import free_ports
 
 import nodeweave
@@ -32,40 +32,6 @@ def entrypoint(argv, env, timeout=60):
     return done.returncode, done.stdout, done.stderr
 
 
-class _Listener:
-    """127.0.0.1:``port`` answering as ``kind``: node 0's exchange of job ``job`` (a JSON challenge), node 0's
-    metrics port (HTTP), or ``silent`` (accepts, says nothing: a stopped node 0's exchange, torchrun's store)."""
-
-    def __init__(self, port, kind, job="je"):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(8)
-        self.kind, self.job, self.held = kind, job, []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-            try:
-                if self.kind == "exchange":
-                    conn.sendall(b'{"t": "challenge", "job": "%s", "nonce": "00"}\n' % self.job.encode())
-                elif self.kind == "metrics":
-                    conn.settimeout(2)
-                    conn.recv(4096)
-                    conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nnodeweave: /metrics (Prometheus), /status.json\n")
-                    conn.close()
-            except OSError:
-                pass
-
-    def close(self):
-        for conn in self.held:
-            conn.close()
-        self.sock.close()
 
 
 def _status(master_port, tmp_path, **extra):
@@ -83,19 +49,19 @@ def test_status_says_what_answers_without_guessing_the_program_behind_a_port(cas
     listeners = []
     try:
         if case == "node 0 stopped":
-            listeners = [_Listener(base, "silent"), _Listener(base + 1, "silent")]
+            listeners = [PortStandIn(base, "silent"), PortStandIn(base + 1, "silent")]
             code, _, err = _status(base, tmp_path)
             assert code == 4, err
             assert "node 0's entrypoint is not running (stopped" in err, err
             assert "torchrun" not in err, err
         elif case == "off by two":
-            listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange")]
+            listeners = [PortStandIn(base, "silent"), PortStandIn(base + 1, "exchange")]
             code, _, err = _status(base + 2, tmp_path)
             assert code == 4, err
             assert f"node 0's check-in exchange answers at port {base + 1}" in err, err
             assert f"give MASTER_PORT={base}" in err, err
         else:
-            listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange"), _Listener(base + 6, "metrics")]
+            listeners = [PortStandIn(base, "silent"), PortStandIn(base + 1, "exchange"), PortStandIn(base + 6, "metrics")]
             code, _, err = _status(base + 6, tmp_path, NODEWEAVE_METRICS_PORT=str(base + 6))
             assert code == 4, err
             assert "metrics port" in err and "give the job's master port" in err, err
@@ -159,10 +125,10 @@ def test_a_run_on_nodes_made_with_another_launcher_says_so_and_the_way_to_the_sp
     made with and what applies the spec's; --launcher given for the run is the run's own choice."""
     from cli_run import in_process as run_cli, one_line
     from team_folder import SPEC, fake_engines
-    from test_walk15_fix17b import _made_by_up
+    from team_folder import made_by_up
 
     fake_engines(team, monkeypatch, "podman")
-    _made_by_up(team, SPEC.replace("type: torchrun", "type: command"))
+    made_by_up(team, SPEC.replace("type: torchrun", "type: command"))
     (team / "nodeweave.yaml").write_text(SPEC)
     code, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")
     said = out + err
@@ -193,7 +159,7 @@ def test_explain_on_a_node_of_the_running_job_reads_its_traces_as_its_own(tmp_pa
             save.writestr(f"step-{step}/data.pkl", b"x")
     (work / "train.py").write_text("print(1)\n")
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # the running node 0
-    listeners = [_Listener(base, "silent"), _Listener(base + 1, "exchange", job="w16d")]
+    listeners = [PortStandIn(base, "silent"), PortStandIn(base + 1, "exchange", job="w16d")]
     try:
         (work / "ck" / ".nodeweave-claim").write_text(json.dumps(
             {"job": "w16d", "run": None, "host": socket.gethostname(), "pid": holder.pid, "since": time.time() - 60}))
