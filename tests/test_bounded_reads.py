@@ -180,7 +180,6 @@ def test_a_spec_read_from_stdin_is_a_spec(tmp_path):
 # own folders, package data, and the kernel's files the entrypoint reads by design. Anything else
 # reads a file through nodeweave.entrypoint.bounded.
 UNBOUNDED = {
-    "endings.py": "/proc/PID/stat of the processes of its own group: one line the kernel writes",
     "bench/runner.py": "rank 0's report, written by the bench's own worker into a private temporary folder",
     "build/pushed.py": "the digest file the engine writes into a private temporary folder",
     "check/driver.py": "the check's own log under runs/",

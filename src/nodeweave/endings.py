@@ -78,24 +78,14 @@ def ctrl_c() -> None:
 def below_in_group() -> "list[int]":
     """The pids of this process's descendants that share its process group (Linux's /proc; none elsewhere): whom a
     terminal's Ctrl-C would reach with it, and never a process beside it (a shell's pipeline, a CI runner)."""
-    group, parent = os.getpgrp(), {}
+    from nodeweave.entrypoint.running.runstate import descendants, process_table
+
     try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        table = process_table()  # pid -> (state, ppid, pgid, starttime), the entrypoint's one reading of /proc
     except OSError:
         return []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
-            if len(fields) > 2 and int(fields[2]) == group:
-                parent[pid] = int(fields[1])
-        except (OSError, ValueError):
-            continue
-    found, level = [], {os.getpid()}
-    while level:
-        level = {pid for pid, ppid in parent.items() if ppid in level}
-        found.extend(sorted(level))
-    return found
+    group, me = os.getpgrp(), os.getpid()
+    return [pid for pid, _ in descendants(me, table) if pid != me and table[pid][2] == group]
 
 
 def reader_gone() -> None:
