@@ -49,6 +49,30 @@ sys.path.append(str(REPO / "benchmarks"))
 SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
 
 
+def _run_scratch() -> None:
+    """Every process the tests start keeps its temporary files in a folder of this run's own, removed when the run
+    ends: the entrypoint's state ($TMPDIR/nodeweave: job claims, rank records), torchrun's torchelastic_* folders,
+    the helpers' mkdtemp. In the machine's /tmp one run's claims met the next run's and a user's job there, and
+    every run left hundreds of folders behind (stop 54: 570 torchelastic_*, 203 nodeweave-live-*). One folder per
+    xdist worker below the controller's; pytest's own tmp_path stays where it was (PYTEST_DEBUG_TEMPROOT), so the
+    paths tests pass around keep their length."""
+    import atexit
+    import tempfile
+
+    machine = tempfile.gettempdir()
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", machine)
+    root = os.environ.get("NODEWEAVE_TESTS_TMPROOT")
+    if not root:
+        root = tempfile.mkdtemp(prefix="nw-tests-", dir=machine)
+        os.environ["NODEWEAVE_TESTS_TMPROOT"] = root
+        atexit.register(shutil.rmtree, root, True)
+    folder = os.path.join(root, os.environ.get("PYTEST_XDIST_WORKER") or "main")
+    os.makedirs(folder, exist_ok=True)
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
+
+
+_run_scratch()
+
 SWEEP = engine_leftovers.Sweep(engine_leftovers.Runs())  # runs that overlap share one sweep, the last one's
 SWEPT: list = []  # the sweep's one line, for the summary
 

@@ -15,7 +15,7 @@ from team_folder import JOB_SPEC, make_job_folder
 FAKE_PODMAN_STORE = """#!/bin/sh
 # podman, as `podman image inspect --format F REF` answers for an image another folder's build left at every tag
 if [ "$1 $2" = "image inspect" ]; then
-  echo '{"io.nodeweave.image.job": "proj", "io.nodeweave.image.folder": "/elsewhere/bob", \
+  echo '{"io.nodeweave.image.job": "proj", "io.nodeweave.image.folder": "'"$BUILT_FROM"'", \
 "io.nodeweave.image.owner": "0123456789ab"}'; exit 0
 fi
 exec %s "$@"
@@ -67,13 +67,18 @@ def test_another_folders_job_is_not_reached_from_here(proj, capsys, monkeypatch)
         with monkeypatch.context() as patched:
             patched.setenv("PATH", f"{proj / 'fakebin'}:/usr/bin:/bin")
             patched.setenv("NODEWEAVE_ENGINE", "podman")
+            patched.setenv("BUILT_FROM", str(proj.parent / "gone"))  # a folder no longer here: no next up there
+            code, out, err = run_cli(capsys, "image", "build", "--dry-run")
+            assert code == 0 and f"held the image built from {proj.parent / 'gone'}, a folder no longer here" in \
+                one_line(out + err), out + err
+            patched.setenv("BUILT_FROM", str(bob))
             code, _, err = run_cli(capsys, "image", "build", "--dry-run")
-            assert code == 2 and "holds the image built from /elsewhere/bob" in one_line(err), err
+            assert code == 2 and f"holds the image built from {bob}" in one_line(err), err
             assert "--force to replace it" in one_line(err)
             code, _, err = run_cli(capsys, "image", "build", "--dry-run", "--force")
             assert code == 0, err
             code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
-            assert code == 3 and "was built from /elsewhere/bob, not this folder" in one_line(err), out + err
+            assert code == 3 and f"was built from {bob}, not this folder" in one_line(err), out + err
 
     # A18: the upward search never passes a folder whose .nodeweave/<job>/cluster.json records a cluster up made
     (proj / "nodeweave.yaml").rename(proj / "cluster.yaml")

@@ -261,6 +261,9 @@ def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kin
     notes = []
     for tag in plan.tags:
         other = built_elsewhere(tag, engine_kind, mark.owner)
+        if other and other.startswith("/") and not Path(other).is_dir():  # no next `up` there to run this code
+            notes.append(f"{tag} held the image built from {other}, a folder no longer here: this build replaces it")
+            continue
         if other and not force:
             raise UsageError(f"{tag} holds the image built from {other} (its spec is also named {spec.name}): this "
                              "build would replace it there too, and that folder's next `up` would run this folder's "
