@@ -61,13 +61,15 @@ def _run_scratch() -> None:
 
     machine = tempfile.gettempdir()
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", machine)
-    root = os.environ.get("NODEWEAVE_TESTS_TMPROOT")
+    root = os.environ.get("NW_TESTS_TMPROOT")
     if not root:
         root = tempfile.mkdtemp(prefix="nw-tests-", dir=machine)
-        os.environ["NODEWEAVE_TESTS_TMPROOT"] = root
+        os.chmod(root, 0o1777)  # as /tmp: the tests that run a step as another user (setpriv) write there too
+        os.environ["NW_TESTS_TMPROOT"] = root
         atexit.register(shutil.rmtree, root, True)
     folder = os.path.join(root, os.environ.get("PYTEST_XDIST_WORKER") or "main")
     os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o1777)
     os.environ["TMPDIR"] = tempfile.tempdir = folder
 
 
