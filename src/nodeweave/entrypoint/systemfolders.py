@@ -291,8 +291,9 @@ def state_root(env):
     return os.path.join(env.get("TMPDIR") or "/tmp", "nodeweave")
 
 
-STATE_ACCEPTED = ("TMPDIR set to the absolute path of a folder this user may write (a missing one is made, in an "
-                  "existing folder of this user's that is not / nor a system folder), or unset (/tmp)")
+STATE_ACCEPTED = ("TMPDIR set to the absolute path of a folder this user may write, not / nor a system folder "
+                  "other than /tmp, /var/tmp or /root (a missing one is made, in an existing folder of this user's "
+                  "that is not / nor a system folder), or unset (/tmp)")
 
 
 def state_root_problem(env):
@@ -321,6 +322,8 @@ def state_root_problem(env):
         if filled is not None:
             problem = f"{normal} is {'in ' + filled + ', ' if normal != filled else ''}a folder {FILLED[filled]}"
     if problem is None:
+        problem = _system_state_problem(normal)
+    if problem is None:
         problem = _folder_problem(base, base)
         if problem is MISSING:
             problem = _missing_problem(normal)
@@ -332,6 +335,28 @@ def state_root_problem(env):
     if problem is None:
         return None
     return f"{said}: {problem}; {why}; accepted: {STATE_ACCEPTED}"
+
+
+# The system folders a node's records may go straight into: the temporary ones and root's home (TMPDIR=$HOME).
+STATE_FREE = ("/tmp", "/var/tmp", "/root")
+
+
+def _system_state_problem(normal):
+    """Why TMPDIR ``normal`` is itself ``/`` or a system folder, or lies in one of the system's own trees, where it
+    is or where its links lead, or None (walk17b B9: ``/srv``, ``/etc``, ``/usr`` passed because they exist, while
+    ``/usr/x`` was refused: the records went into ``/srv/nodeweave``, ``/etc/nodeweave``)."""
+    real = os.path.realpath(normal)
+    for path in (normal, real) if real != normal else (normal,):
+        led = f" (where {normal} leads)" if path != normal else ""
+        if path == "/":
+            return f"/{led} is the root of the file system: the records would go straight into /nodeweave"
+        if path in SYSTEM_FOLDERS and path not in STATE_FREE:
+            return (f"{path}{led} is a system folder ({SYSTEM_FOLDERS[path]}): the records would go into "
+                    f"{path}/nodeweave, among the system's own")
+        tree = next((tree for tree in SYSTEM_TREES if path.startswith(tree + "/")), None)
+        if tree is not None:
+            return f"{path}{led} is inside {tree} ({SYSTEM_TREES[tree]})"
+    return None
 
 
 MISSING = "missing"  # _folder_problem: nothing at that path (what to do about it is the caller's rule)
