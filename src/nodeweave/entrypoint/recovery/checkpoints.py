@@ -406,6 +406,8 @@ def _search(root, result, depth, through_link=False):
     below = []
     for name in root.names:
         if root.is_dir(name):
+            if _claimed(root.join(name), result):
+                continue
             found, listing = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
             if not found and not name.startswith("."):
                 if depth < SEARCH_DEPTH:
@@ -426,6 +428,22 @@ def _search(root, result, depth, through_link=False):
             except Unreadable:
                 continue
         _search(listing, result, depth + 1, through_link or root.is_link(name))
+
+
+CLAIMED = ("not looked into: another job's node 0 claims this folder now ({who}): its saves are that job's, never "
+           "handed out here; give each run its own folder beside the other's, never inside it")
+
+
+def _claimed(path, result):
+    """Whether the subfolder ``path`` is claimed by another job's live node 0 (walk17b B19): noted, not scanned."""
+    from ..running.claim import live_claim
+
+    held = live_claim(path)
+    if held is None:
+        return False
+    result.unscanned.append((path, CLAIMED.format(who=f"job {held.get('job')!r}, node 0 on {held.get('host')} "
+                                                      f"pid {held.get('pid')}")))
+    return True
 
 
 LINKED_OUT = ("a link leading out of the checkpoint folder (to {target}): another folder's saves, a job writing there "

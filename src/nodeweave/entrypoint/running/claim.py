@@ -84,7 +84,7 @@ def refusal(folder, job, run_id):
     path = os.path.join(folder, NAME)
     held = _read(path)
     if held is None or not _someone_else(held, _mine(job, run_id)):
-        return None
+        return _nested_refusal(folder, job, run_id)
     age = max(0.0, time.time() - held["written"])
     run = f", run {held['run']}" if held.get("run") else ""
     if held.get("job") == job:  # walk16b B8: the running job's own claim is no other job's
@@ -97,6 +97,71 @@ def refusal(folder, job, run_id):
         f"{held.get('host')} (pid {held.get('pid')}), its claim {path} rewritten {age:.0f} s ago; two jobs over "
         "one folder would resume from each other's saves (weights this job never trained): give each run its "
         "own folder (e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
+
+
+def _nested_refusal(folder, job, run_id):
+    """The refusal (exit 3) of a start over ``folder`` while a folder above it, or one below it that node 0's scan
+    reads, is claimed by another job's node 0 now, or None (walk17b B19: a job over ``ckcl/sub`` started beside
+    one over ``ckcl``, and the first job's node 0 handed out the second's saves)."""
+    mine = _mine(job, run_id)
+    for other, relation in _nested(folder):
+        held = _read(os.path.join(other, NAME))
+        if held is None or not _someone_else(held, mine):
+            continue
+        age = max(0.0, time.time() - held["written"])
+        run = f", run {held['run']}" if held.get("run") else ""
+        who = (f"job {held.get('job')!r}{run}, node 0 on {held.get('host')} (pid {held.get('pid')}), its claim "
+               f"{os.path.join(other, NAME)} rewritten {age:.0f} s ago")
+        scanned = ("that job's node 0 scans its folder's subfolders for saves and would hand out this job's"
+                   if relation == "is inside" else
+                   "this job's node 0 scans its folder's subfolders for saves and would hand out that job's")
+        return EntrypointError(
+            f"checkpoint_dir {folder} {relation} {other}, which is in use by another job now: {who}; {scanned} "
+            "(weights the other never trained): give each run its own folder beside the other's, never inside it "
+            "(e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
+    return None
+
+
+def _nested(folder):
+    """(folder, 'is inside' or 'holds') for every folder above ``folder`` (as written and where its links lead)
+    and every folder below it as deep as node 0's scan looks (``recovery.checkpoints.SEARCH_DEPTH``, at most
+    ``SEARCH_FOLDERS`` of them, through no link and no dot folder): the claims that meet this one's saves."""
+    from ..recovery.checkpoints import SEARCH_DEPTH, SEARCH_FOLDERS
+
+    seen, found = set(), []
+    for start in (os.path.abspath(folder), os.path.realpath(folder)):
+        above = os.path.dirname(start)
+        while above not in seen:
+            seen.add(above)
+            found.append((above, "is inside"))
+            if os.path.dirname(above) == above:
+                break
+            above = os.path.dirname(above)
+    level, count = [folder], 0
+    for _ in range(SEARCH_DEPTH):
+        deeper = []
+        for here in level:
+            try:
+                with os.scandir(here) as entries:
+                    names = sorted(e.name for e in entries if not e.name.startswith(".")
+                                   and e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+            for name in names:
+                count += 1
+                if count > SEARCH_FOLDERS:
+                    return found
+                deeper.append(os.path.join(here, name))
+                found.append((deeper[-1], "holds"))
+        level = deeper
+    return found
+
+
+def live_claim(folder):
+    """The claim on ``folder`` of a node 0 that runs now and is not this process, or None: node 0's scan never
+    hands out a save in a subfolder another job claims (walk17b B19)."""
+    held = _read(os.path.join(folder, NAME))
+    return held if held is not None and _someone_else(held, _mine(None, None)) else None
 
 
 def running(folder, job):
