@@ -72,3 +72,38 @@ def test_checkpoint_folder_claim_meets_claims_above_and_below(tmp_path):
         holder.wait()
     assert refusal(str(outer), "w17b", None) is None  # its writer gone: a job that ended
     assert checkpoints.scan(str(outer)).newest().path == str(inner / "step-200.pt")  # the save a claim passed over
+
+
+def test_a_folder_not_made_yet_below_a_link_is_judged_where_it_would_be_made(tmp_path, monkeypatch, capsys):
+    """walk17b B4: ``lnrel/newsub`` (lnrel -> real, there) was refused as 'a link to nothing (real does not
+    exist)', in validate and on a node alike, while ``real/newsub`` was taken; ``lnnw/sub`` (-> .nodeweave) was
+    refused for the false reason. Judged where it would be made; a link that does lead to nothing still is one."""
+    from cli_run import entrypoint
+    from cli_run import in_process as run_cli
+
+    work = tmp_path / "proj"
+    (work / "real").mkdir(parents=True)
+    (work / ".nodeweave").mkdir()
+    (work / "train.py").write_text("print('training')\n")
+    (work / "lnrel").symlink_to("real")
+    (work / "lnws").symlink_to(".")
+    (work / "lnnw").symlink_to(".nodeweave")
+    (work / "lndead").symlink_to("nowhere")
+    node0 = {"PATH": "/usr/bin:/bin", "NODE_RANK": "0", "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1",
+             "NODEWEAVE_RECOVERY": "on"}
+    monkeypatch.chdir(work)
+    for folder in ("lnrel/newsub", "lnws/newck"):
+        done = entrypoint("--explain", "--", "train.py", cwd=work, env={**node0, "NODEWEAVE_CHECKPOINT_DIR": folder})
+        assert done.returncode == 0 and "not there yet" in done.stdout, done.stdout + done.stderr
+        (work / "nodeweave.yaml").write_text(
+            "name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+            f"recovery: {{enabled: true, checkpoint_dir: {folder}}}\n")
+        code, out, err = run_cli(capsys, "validate")
+        assert "link to nothing" not in err and "recovery.checkpoint_dir" not in err, err
+    for folder, what in (("lnnw/sub", "in .nodeweave/, nodeweave's own state"),
+                         ("lndead/x", "a link to nothing (nowhere does not exist)")):
+        done = entrypoint("--explain", "--", "train.py", cwd=work, env={**node0, "NODEWEAVE_CHECKPOINT_DIR": folder})
+        assert done.returncode == 2 and what in done.stderr, done.stderr
+    (work / ".nodeweave").rmdir()  # a link to nodeweave's folder not made yet is still nodeweave's
+    done = entrypoint("--explain", "--", "train.py", cwd=work, env={**node0, "NODEWEAVE_CHECKPOINT_DIR": "lnnw/sub"})
+    assert done.returncode == 2 and "in .nodeweave/" in done.stderr, done.stderr

@@ -52,7 +52,8 @@ class Led:
     """Where a workspace path that is, or passes through, a symbolic link leads: ``shown`` as the link says it
     (``/etc``, ``..``), ``real`` the folder reached, ``inside`` its workspace-relative path or None when it leaves
     the workspace, ``absolute`` whether the link names an absolute path (read as written wherever it is followed:
-    in a container, that path of the container's), ``dangling`` when it leads to nothing."""
+    in a container, that path of the container's), ``dangling`` the target of a link along it that leads to
+    nothing (None when each leads somewhere: a folder below one not made yet is judged where it would be made)."""
 
     def __init__(self, shown, real, inside, absolute, dangling):
         self.shown, self.real, self.inside, self.absolute, self.dangling = shown, real, inside, absolute, dangling
@@ -71,7 +72,10 @@ def link_leads(on_disk, rel):
     real, real_root = os.path.realpath(path), os.path.realpath(on_disk)
     inside = os.path.relpath(real, real_root).replace(os.sep, "/") if (
         real == real_root or real.startswith(real_root.rstrip("/") + "/")) else None
-    return Led(shown, real, inside, shown.startswith("/"), not os.path.exists(path))
+    # walk17b B4: ``lnrel/newsub`` (lnrel -> real, there) is ``real/newsub`` not made yet, no link to nothing
+    dangling = next((os.readlink(candidate) for candidate in links
+                     if os.path.islink(candidate) and not os.path.exists(candidate)), None)
+    return Led(shown, real, inside, shown.startswith("/"), dangling)
 
 
 def checkpoint_dir_problem(folder: str, root: str, script=None, on_disk=None, mounted=None) -> str:
@@ -115,9 +119,12 @@ def _led_problem(led, script, mounted):
     the containers mount, even when on this machine it comes back into the workspace."""
     from .systemfolders import path_problem  # the plain value's rule
 
+    what = _named(led.inside, script) if led.inside is not None else ""
+    if what:  # where it leads names the refusal, made or not (walk17b B4: lnnw/sub is in .nodeweave/)
+        return f"a link to {led.inside} ({what}): {MIXED}"
     if led.dangling:
-        return (f"a link to nothing ({led.shown} does not exist): the script's first save fails, and node 0 finds "
-                "no checkpoint in it")
+        return (f"a link to nothing ({led.dangling} does not exist): the script's first save fails, and node 0 "
+                "finds no checkpoint in it")
     if led.inside is None and not led.absolute:
         return (f"a link to {led.shown}, which leaves workspace.path (it leads to {led.real}): node 0 would hand "
                 "out whatever saves are there, another project's too")
