@@ -107,3 +107,28 @@ def test_a_folder_not_made_yet_below_a_link_is_judged_where_it_would_be_made(tmp
     (work / ".nodeweave").rmdir()  # a link to nodeweave's folder not made yet is still nodeweave's
     done = entrypoint("--explain", "--", "train.py", cwd=work, env={**node0, "NODEWEAVE_CHECKPOINT_DIR": "lnnw/sub"})
     assert done.returncode == 2 and "in .nodeweave/" in done.stderr, done.stderr
+
+
+def test_the_checkpoint_folder_mount_note_knows_the_spec_s_node_local_mounts(tmp_path, monkeypatch, capsys):
+    """walk17b B16: ``/cache/ck`` was noted as 'on no mount of the spec' while cache.path mounts /cache; the note
+    names the mount it is on and what it is: each host's (compose, Slurm) or each pod's (Kubernetes emptyDir) own,
+    as a ``cache:`` volume is. A volume of shared storage answers the note."""
+    from cli_run import in_process as run_cli
+
+    (tmp_path / "train.py").write_text("print('training')\n")
+    monkeypatch.chdir(tmp_path)
+    head = ("name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+            "cache: {path: /cache, host_path: ~/.cache/nodeweave}\n")
+    for folder, volumes, said in (
+            ("/cache/ck", "", "is on cache.path (/cache), which each host or pod has to itself"),
+            ("/scratch/ck", "volumes: [{name: scr, path: /scratch, cache: 50Gi}]\n",
+             "is on volume scr (/scratch, cache: 50Gi), node-local scratch"),
+            ("/cache/ck/run1", f"volumes: [{{name: ck, path: /cache/ck, host_path: {tmp_path}}}]\n", None)):
+        (tmp_path / "nodeweave.yaml").write_text(
+            head + volumes + f"recovery: {{enabled: true, checkpoint_dir: {folder}, spares: 1}}\n")
+        code, out, err = run_cli(capsys, "validate")
+        assert code == 0 and "on no mount of the spec" not in err, err
+        if said:
+            assert f"recovery.checkpoint_dir: {folder} {said}" in err and "emptyDir of each pod" in err, err
+        else:
+            assert "recovery.checkpoint_dir" not in err, err

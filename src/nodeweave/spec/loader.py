@@ -402,7 +402,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         recovery=restarts,
         metrics=watched,
         notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,
-                     watched, fewest=nodes.min)
+                     watched, fewest=nodes.min, cache=cache)
         + _elastic_notes(nodes, launcher, restarts)
         + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ()))
         + job.host_notes(hosts),
@@ -567,7 +567,7 @@ def _elastic_notes(nodes, launcher, restarts) -> tuple:
 
 
 def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str, training: int,
-           watched=None, fewest=None) -> tuple:
+           watched=None, fewest=None, cache=None) -> tuple:
     """The entrypoint's warnings (``shared_rules.notes``), said by validate and up: a checkpoint folder in /tmp is
     each container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with
     it. The spec also knows its mounts: an absolute checkpoint folder no mount of it holds (walk5, W2) is in each
@@ -581,7 +581,7 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
                   checkpoint_given=bool(restarts.checkpoint_dir))  # the folder, even where a mount answers its note
     if watched is not None:
         values.update(metrics=watched.enabled, metrics_port=watched.port, step_pattern=watched.step_pattern)
-    mounted = [v.path for v in spec_volumes] + [workspace_path]
+    mounted = [v.path for v in spec_volumes] + [workspace_path] + ([cache.path] if cache is not None else [])
     if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in mounted):
         values["checkpoint_dir"] = None
     found = [f"{BY_KEY[key].spec}: {line}" for key, line in
@@ -601,10 +601,39 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
                         "0 never sees the others' saves and a replaced node none; put it inside workspace.path, or "
                         "mount storage every node shares there (volumes: - {name: checkpoints, host_path: /SHARED, "
                         f"path: {folder}}})")
+    scratch = _node_local(folder, spec_volumes, cache) if restarts.enabled and folder.startswith("/") else ""
+    if scratch:
+        found.insert(0, f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is on {scratch}: node 0 never sees "
+                        "the saves of a node on another host (or pod), and a replaced one starts with none; put it "
+                        "inside workspace.path, or mount storage every node shares there (volumes: - {name: "
+                        f"checkpoints, host_path: /SHARED, path: {folder}}})")
     unsyncable = sync_dest_problem(workspace_path)
     if unsyncable:
         found.append(f"workspace.path: {unsyncable}")
     return tuple(found)
+
+
+def _node_local(folder: str, spec_volumes, cache) -> str:
+    """The spec's node-local mount ``folder`` lies on, in words, or "" (walk17b B16: ``/cache/ck`` was said to be on
+    no mount): ``cache.path`` and a ``cache:`` volume are each host's or each pod's own, never shared storage; the
+    deepest mount holding the folder is the one it is on."""
+    mounts = [(v.path, _volume_scratch(v)) for v in spec_volumes or ()]
+    if cache is not None:
+        mounts.append((cache.path, f"cache.path ({cache.path}), which each host or pod has to itself: the host folder "
+                                   f"cache.host_path ({cache.host_path}) of each host under compose and Slurm, an "
+                                   "emptyDir of each pod on Kubernetes, gone with the pod"))
+    held = [(normal_path(path), words) for path, words in mounts
+            if folder == normal_path(path) or folder.startswith(normal_path(path).rstrip("/") + "/")]
+    return max(held, key=lambda item: len(item[0]))[1] if held else ""
+
+
+def _volume_scratch(volume) -> str:
+    """A ``cache:`` volume in words (node-local scratch), or "" for any other volume."""
+    if not volume.cache:
+        return ""
+    compose = f"the host folder {volume.host_path}" if volume.host_path else "a named volume of each host"
+    return (f"volume {volume.name} ({volume.path}, cache: {volume.cache}), node-local scratch: {compose} under "
+            "compose, an emptyDir of each pod on Kubernetes, gone with the pod")
 
 
 def sync_dest_problem(workspace_path: str) -> str:
