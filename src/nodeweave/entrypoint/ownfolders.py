@@ -19,6 +19,10 @@ STATE_DIR = ".nodeweave"  # beside the spec: nodeweave's own state (jobstate.py 
 RUNS = "runs"  # beside the spec: the run folders (cluster/runfolder.py writes them)
 RENDERED_TREES = ("compose", "entrypoint", "images", "jobset", "kubeflow", "manifests", "openshift", "slurm")
 CHECKPOINT_DIR_ACCEPTED = "a folder of the script's saves alone, relative to workspace.path, e.g. checkpoints"
+# How far node 0's scan of the checkpoint folder reads (recovery.checkpoints), here so a node 0's claim on the folder
+# meets another job's claim as deep as the scan would meet its saves (running.claim, walk17b B19).
+SEARCH_DEPTH = 3     # folders below ``folder`` looked into for saves (checkpoints/run-<date>/checkpoint-N)
+SEARCH_FOLDERS = 512  # and at most this many of them: a dataset in the folder must not make a restart slow
 MIXED = ("node 0 would read it as the script's saves at every restart, and the script would save among those "
          "files")
 

@@ -53,12 +53,14 @@ Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
 (DCP's ``.metadata`` read without torch), ``inert_pickle.py`` (torch's
 pickles read without torch), ``listing.py`` (one folder's
 entries), ``whole_files.py`` (is one file whole, read from the offsets its
-format records). Stdlib only; imports nothing outside this room.
+format records). Stdlib only; imports nothing outside this room but how deep to look (``ownfolders``, which a
+node 0's claim reads too) and, to pass over a folder another job claims now, ``running.claim``.
 """
 
 import os
 import re
 
+from ..ownfolders import SEARCH_DEPTH, SEARCH_FOLDERS  # noqa: F401  (how deep: a node 0's claim reads it too)
 from . import huggingface, layouts
 from .inert_pickle import PickleError, torch_save_fields
 from .listing import TEMP_SUFFIXES, Listing, Unreadable, file_cut_off, first_few, named_step
@@ -69,8 +71,6 @@ _PLAIN_FILE = re.compile(
     r"(?i).*(?:ckpt|checkpoint|step|iter)[^0-9/]{0,3}(\d+)[^/]*\.(?:pt|pth|ckpt|bin|safetensors|tar)")
 _LIGHTNING = re.compile(r"[^/]*\.ckpt")
 _RANK = re.compile(r"(?i)([_.-]?rank[_-]?)(\d+)")
-SEARCH_DEPTH = 3     # folders below ``folder`` looked into for saves (checkpoints/run-<date>/checkpoint-N)
-SEARCH_FOLDERS = 512  # and at most this many of them: a dataset in the folder must not make a restart slow
 
 
 class Checkpoint:

@@ -126,7 +126,7 @@ def _nested(folder):
     """(folder, 'is inside' or 'holds') for every folder above ``folder`` (as written and where its links lead)
     and every folder below it as deep as node 0's scan looks (``recovery.checkpoints.SEARCH_DEPTH``, at most
     ``SEARCH_FOLDERS`` of them, through no link and no dot folder): the claims that meet this one's saves."""
-    from ..recovery.checkpoints import SEARCH_DEPTH, SEARCH_FOLDERS
+    from ..ownfolders import SEARCH_DEPTH, SEARCH_FOLDERS
 
     seen, found = set(), []
     for start in (os.path.abspath(folder), os.path.realpath(folder)):
