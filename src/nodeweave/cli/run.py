@@ -751,12 +751,17 @@ def note_script(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
 
 def _finish(data: dict, fmt: str, out) -> None:
-    out.print(styled(("nodeweave:", "bold"), f" {data['summary']}; run folder {data['folder']}"), highlight=False)
+    """The run's one closing line: its summary and run folder, as the error when it failed (walk17a A22: the
+    failure was said twice, the summary line and then the error repeating it without the folder)."""
+    said = f"{data['summary']}; run folder {data['folder']}"
+    failed = data["exit_code"] not in (0, 130)
+    if not failed:
+        out.print(styled(("nodeweave:", "bold"), f" {said}"), highlight=False)
     emit(data, fmt)
     if data["exit_code"] == 130:
         raise typer.Exit(130)
-    if data["exit_code"] != 0:
-        raise NodeweaveError(data["summary"])
+    if failed:
+        raise NodeweaveError(said)
 
 
 def _sweep_result(session, plan, fmt: str) -> None:

@@ -238,7 +238,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
     from nodeweave.cluster.sweep import compile_metric
     from nodeweave.runs.chart import file_chart, terminal_chart
     from nodeweave.runs.goodput import percent
-    from nodeweave.cluster.sweep import best_mark, ranking_note, ranking_words
+    from nodeweave.cluster.sweep import best_mark, metric_text, ranking_note, ranking_words
     from nodeweave.runs.metrics import best, run_metric, runs_of, unranked
 
     from nodeweave.runs.history import record_problems, sweep_not_started
@@ -284,8 +284,8 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
         table.add_row(row["run"], row["label"], row["state"], "-" if row["seconds"] is None else f"{row['seconds']:g}",
                       "unknown" if (row.get("goodput") or {}).get("unknown") else  # no step line read (walk14 A4)
                       percent((row.get("goodput") or {}).get("productive")),
-                      ("-" if row["mean"] is None else f"{row['mean']:g}") + mark,
-                      " ".join("-" if v is None else f"{v:g}" for v in row["per_node"]))
+                      ("-" if row["mean"] is None else metric_text(row["mean"])) + mark,
+                      " ".join("-" if v is None else metric_text(v) for v in row["per_node"]))
     out = _console()
     out.print(table)
     if metric and any(r["mean"] is not None for r in rows):
@@ -307,8 +307,16 @@ def _span(node: dict):
     return round(end - start, 3) if start is not None and end is not None else None
 
 
-# The end of a log that holds its last line (a line longer than this is shown cut, as it is at 200 characters).
+# The end of a log that holds its last line; a line longer than LAST_LINE_CHARS is shown cut, marked with "…"
+# (walk17a A7: it was cut at 200 characters unmarked, in a pipe and in JSON too, dropping the log path a stop line
+# ends with).
 LAST_LINE_BYTES = 64 * 1024
+LAST_LINE_CHARS = 2000
+
+
+def _whole(line: str) -> str:
+    """``line`` as a reader gets it: whole, or cut past LAST_LINE_CHARS with the cut marked."""
+    return line if len(line) <= LAST_LINE_CHARS else line[:LAST_LINE_CHARS - 1] + "…"
 
 
 def _last_line(log: Path) -> Optional[str]:
@@ -321,7 +329,7 @@ def _last_line(log: Path) -> Optional[str]:
         return f"({log.name} {err.strerror})"
     except OSError:
         return None
-    return said[:200] if said else None
+    return _whole(said) if said else None
 
 
 STOP_LINE = re.compile(r"nodeweave-entrypoint: stopped on SIG[A-Z]+")  # a node's own word on a stop it was sent
@@ -340,7 +348,7 @@ def _stopped_node(entry, node: dict, shown: dict) -> dict:
             tail = bounded.read_tail(entry.path / node["log"], LAST_LINE_BYTES, own=True)
         except OSError:
             tail = ""
-        own = next((line.strip()[:200] for line in reversed(tail.splitlines()) if STOP_LINE.search(line)), None)
+        own = next((_whole(line.strip()) for line in reversed(tail.splitlines()) if STOP_LINE.search(line)), None)
     from nodeweave.cluster.stop import stopped_nodes
 
     at = str((entry.stopped or {}).get("at", "?"))[11:19]

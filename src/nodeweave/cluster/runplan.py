@@ -98,7 +98,9 @@ class RunSession:
 
     def _asked(self) -> dict:
         """What the sweep was asked to rank its points by, as sweep.json keeps it."""
-        return {"metric": self.sweep.metric, "lower_is_better": bool(self.sweep.lower_is_better)}
+        # the job too: `runs ls` filters by it, and a sweep is its job's as each of its runs is (walk17a A15)
+        return {"job": self.context.job, "metric": self.sweep.metric,
+                "lower_is_better": bool(self.sweep.lower_is_better)}
 
     def _stop_asked(self) -> bool:
         """Whether `nodeweave stop` ended the sweep: its mark in the sweep's folder, read before each point."""

@@ -399,6 +399,16 @@ def ranking_note(metric: Optional[str], lower_is_better: bool) -> Optional[str]:
             "usually best at its lowest: add --lower-is-better to rank it so")
 
 
+def metric_text(value: float) -> str:
+    """A metric as every table shows it (the sweep's, `runs compare`'s, its chart's): plain decimal to 6
+    significant digits, never an exponent, so one column reads at a glance (walk17a A14: the sweep's table printed
+    2.2e+04 beside 3601 while `runs compare` printed 22003.8 for the same run)."""
+    if not value or not math.isfinite(value):
+        return f"{value:g}"
+    digits = max(0, 5 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else str(round(value))
+
+
 def best_mark(key: str, won: List[str]) -> str:
     """The table's mark of a leader: `` (best)``, or `` (tied best)`` for each run of a tie."""
     return "" if key not in won else (" (best)" if len(won) == 1 else " (tied best)")
@@ -420,8 +430,8 @@ def sweep_table(rows: List[dict], metric: Optional[str], lower_is_better: bool =
         cells += [result, f"{row['seconds']:.1f}"]
         if metric:
             m = row.get("metric")
-            text = "-" if m is None else f"{m:.4g}" + best_mark(str(row["folder"]), won)
-            cells += [text, " ".join("-" if v is None else f"{v:.4g}" for v in row.get("per_node", []))]
+            text = "-" if m is None else metric_text(m) + best_mark(str(row["folder"]), won)
+            cells += [text, " ".join("-" if v is None else metric_text(v) for v in row.get("per_node", []))]
         cells.append(row["folder"])
         table.add_row(*cells)
     return table

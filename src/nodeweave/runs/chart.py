@@ -14,6 +14,7 @@ from typing import List
 from nodeweave.tables import Table
 from rich.text import Text
 
+from nodeweave.cluster.sweep import metric_text
 from nodeweave.errors import EnvironmentProblem, UsageError
 
 BAR = "█"
@@ -32,8 +33,8 @@ def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
     for row in rows:
         mean = row["mean"]
         bar = Text(BAR * max(1, round(width * mean / top)) if mean else "", style="cyan")
-        per_node = " ".join("-" if v is None else f"{v:g}" for v in row["per_node"])
-        table.add_row(row["label"], bar, "-" if mean is None else f"{mean:g}", per_node)
+        per_node = " ".join("-" if v is None else metric_text(v) for v in row["per_node"])
+        table.add_row(row["label"], bar, "-" if mean is None else metric_text(mean), per_node)
     return table
 
 

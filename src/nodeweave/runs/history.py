@@ -47,7 +47,19 @@ class RunEntry:
         code = self.data.get("exit_code")
         if code != 0 and self.stopped is not None:  # ended by the user, not failed (walk10 C11)
             return stopped_line(self.stopped, self.data)
+        summary = self.data.get("summary")
+        if code != 0 and isinstance(summary, str) and summary.startswith("interrupted"):
+            # ended by Ctrl-C (or SIGTERM, SIGHUP, a closed pipe) of `nodeweave run`: said as its record says it,
+            # never as the script's own exit 130 (walk17a A17)
+            return "interrupted" + _exits_said(self.data)
         return "ok" if code == 0 else f"exit {code}"
+
+    @property
+    def job(self) -> Optional[str]:
+        """Its job: a run's own; a sweep's as its sweep.json keeps it, else its points' (an older sweep, walk17a A15)."""
+        if self.kind == "sweep":
+            return self.data.get("job") or next((p.data.get("job") for p in self.points if p.data.get("job")), None)
+        return self.data.get("job")
 
     @property
     def stopped(self) -> Optional[dict]:
@@ -64,11 +76,18 @@ class RunEntry:
                "state": self.state, "seconds": data.get("seconds"), "nodes": len(data.get("nodes") or []),
                "command": " ".join(command) if isinstance(command, list) else command, "folder": str(self.path)}
         if self.kind == "sweep":
-            row.update(started=self.points[0].data.get("started") if self.points else None,
+            row.update(job=self.job, started=self.points[0].data.get("started") if self.points else None,
                        seconds=round(sum(p.data.get("seconds") or 0 for p in self.points), 3),
                        nodes=max((len(p.data.get("nodes") or []) for p in self.points), default=0),
                        metric=data.get("metric"))
         return row
+
+
+def _exits_said(data: dict) -> str:
+    """`` (nodes exit 143)``: the exits a run's nodes really gave, each once; "" where none is known."""
+    codes = [n.get("exit_code") for n in data.get("nodes") or [] if isinstance(n, dict)]
+    known = list(dict.fromkeys(c for c in codes if isinstance(c, int)))
+    return "" if not known else f" (nodes exit {', '.join(map(str, known))})"
 
 
 def stopped_line(stopped: dict, data: dict) -> str:
@@ -77,9 +96,7 @@ def stopped_line(stopped: dict, data: dict) -> str:
     nodes gave 143, which read as a crash); none known: no exit said."""
     at = str(stopped.get("at", "?"))[11:19]
     codes = [n.get("exit_code") for n in data.get("nodes") or [] if isinstance(n, dict)]
-    known = list(dict.fromkeys(c for c in codes if isinstance(c, int)))
-    said = "" if not known else f" (nodes exit {known[0]})" if len(known) == 1 else \
-        f" (nodes exit {', '.join(map(str, known))})"
+    said = _exits_said(data)
     from nodeweave.cluster.stop import stopped_nodes
 
     names = stopped_nodes(stopped, data)
@@ -299,13 +316,7 @@ def list_runs(parent: Path, job: Optional[str] = None) -> List[RunEntry]:
     if not parent.is_dir():
         return []
     entries = [e for e in (load_entry(p) for p in sorted(parent.iterdir()) if p.is_dir()) if e is not None]
-    return [e for e in entries if job is None or _job_of(e) == job]
-
-
-def _job_of(entry: RunEntry) -> Optional[str]:
-    if entry.kind == "sweep":
-        return entry.points[0].data.get("job") if entry.points else None
-    return entry.data.get("job")
+    return [e for e in entries if job is None or e.job == job]
 
 
 def sweep_not_started(entry: RunEntry) -> "str | None":
@@ -441,11 +452,11 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}"
                          f"{'' if wanted in ('last', 'latest') else f' ({BY_HAND_RECORD})'}")
     if wanted in ("last", "latest") and job is not None:
-        mine = [e for e in everything if _job_of(e) in (job, None)]  # a damaged one's job is unknown: kept, warned of
+        mine = [e for e in everything if e.job in (job, None)]  # a damaged one's job is unknown: kept, warned of
         if not mine:
             newest = everything[-1]
             raise UsageError(f"no run of job {job!r} (the spec's) under {parent} yet, so there is no {wanted}: the "
-                             f"newest there, {newest.run_id}, is a run of job {_job_of(newest)!r}; give its id to "
+                             f"newest there, {newest.run_id}, is a run of job {newest.job!r}; give its id to "
                              "read it")
         everything = mine
     if wanted in ("last", "latest"):  # the newest run with something to show; each newer one passed over is said
