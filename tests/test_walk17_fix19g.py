@@ -1,0 +1,30 @@
+"""The seventeenth walk's rows fixed by fix19g, one test per class: every file and folder nodeweave writes,
+reads or judges is judged by what it is, one rule each.
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from nodeweave.errors import EXIT_USAGE
+from team_folder import make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+def test_the_default_wheelhouse_missing_is_said_as_missing(capsys, team):
+    """walk17 A1: with no wheelhouse/ in the project, `--offline` said "wheelhouse is empty" (the explicit
+    --wheelhouse DIR said "does not exist"); an empty one is still said as empty."""
+    assert run_cli(capsys, "render", "all")[0] == 0
+    code, _, err = run_cli(capsys, "image", "build", "cpu", "--offline", "--dry-run")
+    said = one_line(err)
+    assert code == EXIT_USAGE and f"{team / 'wheelhouse'} does not exist" in said and "is empty" not in said, err
+    (team / "wheelhouse").mkdir()
+    code, _, err = run_cli(capsys, "image", "build", "cpu", "--offline", "--dry-run")
+    assert code == EXIT_USAGE and f"{team / 'wheelhouse'} is empty" in one_line(err), err
