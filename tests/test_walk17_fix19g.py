@@ -28,3 +28,25 @@ def test_the_default_wheelhouse_missing_is_said_as_missing(capsys, team):
     (team / "wheelhouse").mkdir()
     code, _, err = run_cli(capsys, "image", "build", "cpu", "--offline", "--dry-run")
     assert code == EXIT_USAGE and f"{team / 'wheelhouse'} is empty" in one_line(err), err
+
+
+def test_every_rendered_dockerfile_arg_has_a_default(capsys, team):
+    """walk17 A19: `ARG PIP_NO_INDEX` had no default and only --offline passes it: podman warned on every online
+    build to set it. Every ARG of every variant's Dockerfile has a default, or is the stage's re-declaration of
+    one given a default before the first FROM."""
+    import re
+
+    assert run_cli(capsys, "render", "images")[0] == 0
+    dockerfiles = sorted((team / "images").glob("*/Dockerfile"))
+    assert len(dockerfiles) >= 5
+    for dockerfile in dockerfiles:
+        heading, bare = set(), []
+        seen_from = False
+        for line in dockerfile.read_text().splitlines():
+            seen_from = seen_from or line.startswith("FROM ")
+            match = re.match(r"ARG ([A-Za-z_0-9]+)(=.*)?$", line)
+            if match and match.group(2) and not seen_from:
+                heading.add(match.group(1))
+            elif match and not match.group(2):
+                bare.append(match.group(1))
+        assert [name for name in bare if name not in heading] == [], dockerfile
