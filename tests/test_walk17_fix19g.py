@@ -50,3 +50,20 @@ def test_every_rendered_dockerfile_arg_has_a_default(capsys, team):
             elif match and not match.group(2):
                 bare.append(match.group(1))
         assert [name for name in bare if name not in heading] == [], dockerfile
+
+
+@pytest.mark.parametrize("where", [".nodeweave/team/plan.json", "runs/20261201T154347Z-team/plan.json"],
+                         ids=["state-folder", "run-folder"])
+def test_the_plan_record_follows_the_own_folder_rule(capsys, team, monkeypatch, where):
+    """walk17 A3: NODEWEAVE_PLAN_RECORD wrote plan.json into up's state folder and into a finished run folder,
+    where `bench --json-out`, `init --out`, `hosts probe --write-hostfile` are refused (docs/cluster.md: the plan
+    record "follows the rule of every file nodeweave writes where you name it")."""
+    folder = (team / where).parent
+    folder.mkdir(parents=True)
+    if "runs/" in where:
+        (folder / "run.json").write_text("{}\n")
+    monkeypatch.setenv("NODEWEAVE_PLAN_RECORD", where)
+    code, _, err = run_cli(capsys, "exec", "--dry-run", "--", "true")
+    said = one_line(err)
+    assert code == EXIT_USAGE and f"NODEWEAVE_PLAN_RECORD={where}" in said and "it is inside" in said, err
+    assert not (team / where).exists()
