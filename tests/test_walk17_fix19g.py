@@ -67,3 +67,20 @@ def test_the_plan_record_follows_the_own_folder_rule(capsys, team, monkeypatch, 
     said = one_line(err)
     assert code == EXIT_USAGE and f"NODEWEAVE_PLAN_RECORD={where}" in said and "it is inside" in said, err
     assert not (team / where).exists()
+
+
+def test_render_out_into_a_sibling_project_is_refused_by_its_spec(capsys, team):
+    """walk17 A12: `render compose --out ../c`, c a project of its own that never rendered, wrote this job's
+    compose files there and recorded this job, and c's own `render compose` was then refused. Judged by c's spec,
+    as a sibling that had rendered is: nothing written there, and c renders its own."""
+    from team_folder import SPEC
+
+    sibling = team / "c"
+    sibling.mkdir()
+    (sibling / "nodeweave.yaml").write_text(SPEC.replace("name: team", "name: c"))
+    (sibling / "train.py").write_text("print(1)\n")
+    code, _, err = run_cli(capsys, "render", "compose", "--out", str(sibling))
+    assert code == EXIT_USAGE and f"{sibling} is another project's folder" in err, err
+    assert sorted(p.name for p in sibling.iterdir()) == ["nodeweave.yaml", "train.py"]
+    code, _, err = run_cli(capsys, "--spec", str(sibling / "nodeweave.yaml"), "render", "compose")
+    assert code == 0, err
