@@ -84,3 +84,19 @@ def test_render_out_into_a_sibling_project_is_refused_by_its_spec(capsys, team):
     assert sorted(p.name for p in sibling.iterdir()) == ["nodeweave.yaml", "train.py"]
     code, _, err = run_cli(capsys, "--spec", str(sibling / "nodeweave.yaml"), "render", "compose")
     assert code == 0, err
+
+
+def test_bench_without_matplotlib_says_it_drew_no_chart(capsys, team, monkeypatch):
+    """walk17 A27: without matplotlib, bench printed the table and `wrote X.json`, no chart and no word about one,
+    where README's dependency table said the charts are drawn in the terminal."""
+    from nodeweave.bench import report, runner
+
+    rows = [{"op": "all_reduce", "bytes": 1 << k, "busbw_gbps": float(k), "algbw_gbps": float(k), "time_us": 1.0,
+             "count": 256, "wrong": 0} for k in (10, 11)]
+    monkeypatch.setattr(report, "matplotlib_available", lambda: False)
+    monkeypatch.setattr(runner, "run_matrix", lambda config, points, **kw: [
+        runner.RunResult("baseline", {}, 0, {"correct": True, "results": rows}, "", ["true"])])
+    out_file = team / "b.json"
+    code, out, err = run_cli(capsys, "bench", "--sizes", "1K:2K", "--ops", "all_reduce", "--json-out", str(out_file))
+    assert code == 0 and out_file.is_file(), out + err
+    assert "no chart drawn: matplotlib is not installed" in " ".join(err.split()), err
