@@ -100,3 +100,28 @@ def test_bench_without_matplotlib_says_it_drew_no_chart(capsys, team, monkeypatc
     code, out, err = run_cli(capsys, "bench", "--sizes", "1K:2K", "--ops", "all_reduce", "--json-out", str(out_file))
     assert code == 0 and out_file.is_file(), out + err
     assert "no chart drawn: matplotlib is not installed" in " ".join(err.split()), err
+
+
+def _fake_engine(folder, mounts: str):
+    """A `podman` on PATH whose one container runs and bind-mounts ``mounts`` ("HOST\\tPATH" lines)."""
+    bin_dir = folder / "fakebin"
+    bin_dir.mkdir()
+    tool = bin_dir / "podman"
+    tool.write_text("#!/bin/sh\ncase \"$*\" in\n*State.Running*) echo true ;;\n"
+                    f"*Mounts*) printf '{mounts}' ;;\n*) exit 1 ;;\nesac\n")
+    tool.chmod(0o755)
+    return bin_dir
+
+
+def test_sync_into_a_named_containers_mount_of_src_is_nothing_to_send(capsys, team, monkeypatch):
+    """walk17 A5: `sync . /workspace --node podman:NAME --dry-run`, NAME mounting this folder at /workspace, planned
+    a push, then said the real sync would fail on /workspace, "give a DEST ... in the workspace"; plain sync says
+    nothing to send. A container named directly is judged by its own mounts, as the cluster's nodes are."""
+    import os
+
+    bin_dir = _fake_engine(team, f"{team}\\t/workspace\\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = run_cli(capsys, "sync", ".", "/workspace", "--node", "podman:team-0", "--dry-run")
+    assert code == 0 and "nothing to send" in out + err and "SRC itself" in " ".join((out + err).split()), out + err
+    code, out, err = run_cli(capsys, "sync", ".", "/workspace/sub", "--node", "podman:team-0", "--dry-run")
+    assert code == EXIT_USAGE and "over your files there" in " ".join(err.split()), out + err
