@@ -125,3 +125,37 @@ def test_sync_into_a_named_containers_mount_of_src_is_nothing_to_send(capsys, te
     assert code == 0 and "nothing to send" in out + err and "SRC itself" in " ".join((out + err).split()), out + err
     code, out, err = run_cli(capsys, "sync", ".", "/workspace/sub", "--node", "podman:team-0", "--dry-run")
     assert code == EXIT_USAGE and "over your files there" in " ".join(err.split()), out + err
+
+
+def test_an_interrupted_sync_leaves_no_half_received_file(tmp_path):
+    """walk17 A29: each Ctrl-C'd sync left its `.nwsync-PID-N.tmp` in DEST on the node (278 MiB after two), the
+    completed sync and `sync --check` said ok, and only `sync --delete` listed them. The agent removes its own
+    when the payload is cut; the next sync of DEST removes those of an agent killed outright; --check and a dry
+    run, which write nothing, name them."""
+    import io
+    import subprocess
+    import sys
+    import tarfile
+
+    from nodeweave.sync.node import agent, untar
+
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        info = tarfile.TarInfo("sub/big.bin")
+        info.size = 3 << 20
+        tar.addfile(info, io.BytesIO(b"x" * info.size))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(EOFError):
+        untar.receive(str(dest), io.BytesIO(payload.getvalue()[: 2 << 20]), {})
+    assert [p.name for p in dest.rglob("*") if p.is_file()] == []
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that has ended: its agent was killed outright
+    left = dest / "sub" / f".nwsync-{gone}-0.tmp"
+    left.write_bytes(b"half")
+    request = {"sigs": {"sub/big.bin": "0" * 64}, "dirs": ["sub"], "dry": True, "then": "exit"}
+    answer = agent.manifest(str(dest), dict(request), {})
+    assert answer.get("leftovers") == [f"sub/{left.name}"] and left.exists(), answer
+    answer = agent.manifest(str(dest), dict(request, dry=False, then="plan"), {})
+    assert not left.exists() and "leftovers" not in answer, answer
