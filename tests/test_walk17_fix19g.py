@@ -159,3 +159,31 @@ def test_an_interrupted_sync_leaves_no_half_received_file(tmp_path):
     assert answer.get("leftovers") == [f"sub/{left.name}"] and left.exists(), answer
     answer = agent.manifest(str(dest), dict(request, dry=False, then="plan"), {})
     assert not left.exists() and "leftovers" not in answer, answer
+
+
+class _PodmanLog:
+    """A backend whose node logs as podman 4.3 does: the whole log whole, and its own --tail N counting the partial
+    entries of lines the node wrote in pieces (here: an empty line)."""
+
+    def logs(self, node, follow, window):
+        text = "\\n" if "--tail" in window else "one\\ntwo\\nthree\\n"
+        return ["printf", text]
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["plain", "-f"])
+def test_logs_tail_prints_the_same_whole_lines_with_and_without_follow(follow):
+    """walk17 A21: `logs --container -f --tail 1` printed `[node-0] ` (empty; podman's --tail counts partial
+    entries), where without -f nodeweave applies --tail N to the whole log itself: -f does the same."""
+    import io
+
+    from rich.console import Console
+
+    from nodeweave.cluster.base import Node
+    from nodeweave.cluster.logs import container_logs, log_window
+    from nodeweave.remote import parse_target
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, force_terminal=False)
+    node = Node(0, parse_target("podman:team-0"))
+    assert container_logs(_PodmanLog(), [node], follow, console, window=log_window(2, None)) == 0
+    assert buffer.getvalue().splitlines() == ["[node-0] two", "[node-0] three"], buffer.getvalue()
