@@ -441,6 +441,9 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     if refreshed:
         notes.append(refreshed)
     written: list = []
+    from nodeweave.build.context import WHEELHOUSE
+
+    house_was_there = (context / WHEELHOUSE).exists()  # said before link_wheelhouse makes it (walk17 A1)
     house, count = link_wheelhouse(context, wheelhouse, write=not dry_run,
                                    fill=lambda folder: wheelhouse_command(view, folder, context), written=written)
     given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
@@ -457,9 +460,12 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     if offline and count == 0:
         from nodeweave.errors import UsageError
 
-        where = f"--wheelhouse {given} holds none (nor does {house})" if given else f"{house} is empty"
+        # the default folder is judged as --wheelhouse DIR is: missing is said as missing, not as empty
+        missing = not given and not house_was_there
+        where = (f"--wheelhouse {given} holds none (nor does {house})" if given
+                 else f"{house} does not exist" if missing else f"{house} is empty")
         fill = given or house
-        raise UsageError(f"--offline needs wheels, but {where}; fill it: {wheelhouse_command(view, fill, context)} "
+        raise UsageError(f"--offline needs wheels, but {where}; {'make and fill' if missing else 'fill'} it: {wheelhouse_command(view, fill, context)} "
                          "(docs/images.md, offline builds)" + ("" if given else ", or pass --wheelhouse DIR"))
     if offline:
         lacking = wheels_lacking(view, context, [folder for folder in (given, house) if folder is not None])

@@ -186,6 +186,9 @@ def bench(
     if plot is not None and measured:
         report.write_plot(plot, runs, op_list, may_replace("--plot", "chart", force))
         console.print(f"wrote {plot}")
+    elif plot_beside and measured:  # the default chart skipped: said, never silently (walk17 A27)
+        tell("note: no chart drawn: matplotlib is not installed (`pip install 'nodeweave[plot]'` draws busbw "
+             f"against size as {json_path.with_suffix('.png').name} beside the result); the table has every number")
     if not all(run.correct for run in runs):
         raise typer.Exit(EXIT_FAILURE)
 

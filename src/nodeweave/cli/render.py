@@ -260,7 +260,8 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
     """One line (exit 2) when this render would change files that ``out_dir``'s record says another job's render
     wrote (a mistyped ``--out`` naming a sibling project): they carry the header, so the mark alone let them be
     replaced, and that project's ``up`` would then start this job (walk7 A14). ``--force`` replaces them. In another
-    folder than the spec's that holds a spec of its own, every file is that project's, whatever job it names.
+    folder than the spec's that holds a spec of its own, every file is that project's, whatever job it names, and
+    no file is written there, whether that project has rendered yet or not (walk17 A12).
 
     ``spec_path`` (given when ``out_dir`` is the spec's own folder): there another job's render is refused only while
     another spec in that folder still names that job (``render all --spec b.yaml`` beside a.yaml's render, issue 43
@@ -272,16 +273,17 @@ def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: 
     if spec_path is None and folder_spec(out_dir) is not None:  # another project: its files are its spec's,
         # whatever the record says and whatever its name (walk11 A13: a fresh clone of a sibling project has no
         # .nodeweave/; walk15 A7: two teammates' copies of one spec share the job name, and bob's render replaced
-        # alice's files, where a spec named otherwise was refused)
-        changed = [f for f in files_phase.files if f.status == "changed"]
+        # alice's files, where a spec named otherwise was refused; walk17 A12: judged by its spec, not by a render
+        # of its own: a sibling that never rendered got this job's files, and its own render was then refused)
+        changed = [f for f in files_phase.files if f.status in ("new", "changed")]
         if changed:
             spec_there = folder_spec(out_dir)
             there = folder_spec_job(out_dir)
             named = f"{spec_there.name}, name: {there}" if there else spec_there.name
             raise UsageError(f"{out_dir} is another project's folder (it holds its own spec, {named}): "
-                             f"{len(changed)} file(s) of its render this render would change; rendering this spec (job "
-                             f"{job}) there would replace them, and that folder's `up` would start this spec's job; "
-                             "give another --out, or --force to replace them with this spec's render")
+                             f"{len(changed)} file(s) this render would write or change there; rendering this spec (job "
+                             f"{job}) there would make them this spec's, and that folder's `up` would start this "
+                             "spec's job; give another --out, or --force to put this spec's render there")
     theirs = sorted({recorded[f.path] for f in files_phase.files
                      if f.status == "changed" and recorded.get(f.path) not in (None, "", job)})
     owners = {}

@@ -85,11 +85,18 @@ def log_window(tail: Optional[int], since: Optional[str]) -> Tuple[str, ...]:
 def _own_tail(node: Node, follow: bool, window: Tuple[str, ...]) -> Optional[int]:
     """N where ``--tail N`` is applied here to the node's whole log rather than by its engine: an engine whose tail
     splits lines written in pieces (``Remote.tail_splits_lines``, podman; walk14 A2: `--tail 1` gave an empty line,
-    `--tail 3` two lines glued), and no -f (a followed log's tail stays the engine's: where its old lines end and
-    new ones begin only the engine knows)."""
-    if follow or "--tail" not in window or not getattr(node.remote, "tail_splits_lines", False):
+    `--tail 3` two lines glued), with -f as without it (walk17 A21: `-f --tail 1` printed an empty line)."""
+    if "--tail" not in window or not getattr(node.remote, "tail_splits_lines", False):
         return None
     return int(window[window.index("--tail") + 1])
+
+
+def _lines_before(backend: Backend, node: Node, window: Tuple[str, ...], keep: int) -> int:
+    """How many of the node's log lines a follow of its whole log skips to start at its last ``keep`` whole lines
+    (the log as it is now, read once without -f: the follow replays it, then goes on with new lines)."""
+    proc = subprocess.run(backend.logs(node, False, window), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL)
+    return max(0, len(proc.stdout.splitlines()) - keep)
 
 
 def _without_tail(window: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -109,10 +116,13 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
              for n in nodes]
     lines: "queue.Queue" = queue.Queue()
+    skip = {n.index: _lines_before(backend, n, _without_tail(window), kept[n.index])
+            for n in nodes if follow and kept[n.index] is not None}  # the follow's own --tail N (walk17 A21)
 
     def read(node, proc):
-        for raw in iter(proc.stdout.readline, b""):
-            lines.put((node, raw.decode("utf-8", errors="replace").rstrip("\r\n")))
+        for count, raw in enumerate(iter(proc.stdout.readline, b"")):
+            if count >= skip.get(node.index, 0):
+                lines.put((node, raw.decode("utf-8", errors="replace").rstrip("\r\n")))
         lines.put((node, None))
 
     if not follow:

@@ -196,6 +196,12 @@ class Remote:
         missing or stopped), else "": what a dry run notes (walk12 A20)."""
         return ""
 
+    def host_mounts(self) -> "list[tuple[str, str]]":
+        """(folder on this machine, path in the node) of each folder this node bind-mounts from this machine, where
+        this machine can tell (a local engine's container), else []: a sync into one writes this machine's folder
+        (walk17 A5)."""
+        return []
+
 
 def transient_text(stderr: str) -> bool:
     return bool(_TRANSIENT_TEXT.search(stderr))

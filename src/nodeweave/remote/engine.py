@@ -58,6 +58,23 @@ class EngineExec(Remote):
             return f"the container {self.name} is not running ({self.tool} start {self.name} starts it)"
         return ""
 
+    def host_mounts(self) -> "list[tuple[str, str]]":
+        """The container's bind mounts as this machine's engine reports them; [] when it cannot be asked."""
+        import shutil
+        import subprocess
+
+        if shutil.which(self.tool) is None:
+            return []
+        template = '{{range .Mounts}}{{if eq .Type "bind"}}{{.Source}}\t{{.Destination}}\n{{end}}{{end}}'
+        try:
+            seen = subprocess.run([self.tool, "inspect", "--type", "container", "--format", template, self.name],
+                                  capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        pairs = [line.split("\t", 1) for line in seen.stdout.splitlines() if "\t" in line]
+        return [(host, inside) for host, inside in pairs if host.startswith("/") and inside.startswith("/")] \
+            if seen.returncode == 0 else []
+
 
 @dataclass(frozen=True)
 class PodmanExec(EngineExec):

@@ -190,6 +190,19 @@ def _named_targets(args: TargetArgs, spec, dry_run: bool) -> "tuple[list, tuple]
     return found, ((f"the real sync would end with exit 1: {'; '.join(missing)}",) if missing else ())
 
 
+def _not_mounting(found: list, src: Path, dest: str) -> "tuple[list, list[str]]":
+    """(the targets that do not bind-mount SRC at DEST, the "nothing to send" line of each that does); a DEST in a
+    folder a named container mounts from this machine other than SRC is refused (exit 2) by :func:`mount_answer`."""
+    kept, mounted = [], []
+    for target in found:
+        said = mount_answer(target.host_mounts(), src, dest, f"{target.label} mounts")
+        if said:
+            mounted.append(said)
+        else:
+            kept.append(target)
+    return kept, mounted
+
+
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     """Every target named on the command line (the cluster's own nodes come from ``recorded_cluster``)."""
     openshift = bool(spec and spec.kubernetes.openshift)
@@ -297,14 +310,22 @@ def mounted_dest(backend, src: Path, dest: str) -> "str | None":
     folder (W36): when it is SRC itself, the note that there is nothing to send (the nodes already see it; raised as
     :class:`NothingToSend` once the nodes are known to be up, so a cluster not up still says so), else exit 2,
     before the nodes are asked. None: DEST is not a mount of this machine's."""
+    return mount_answer(backend.host_mounts(), src, dest, f"target {backend.target}: the nodes mount")
+
+
+def mount_answer(mounts, src: Path, dest: str, who: str) -> "str | None":
+    """:func:`mounted_dest`'s answer for bind mounts ``mounts`` ((folder here, path in the node)), ``who`` naming
+    the nodes that mount them: one rule for a cluster's nodes and for a container named with --node (walk17 A5:
+    `sync . /workspace --node podman:NAME` was planned, then told to write "in the workspace")."""
     import posixpath
 
-    for host, inside in backend.host_mounts():
+    for host, inside in mounts:
+        host = Path(host)
         below = posixpath.relpath(dest, inside)
         if below == ".." or below.startswith("../"):
             continue
-        folder = (host / below).resolve() if below != "." else host
-        said = f"target {backend.target}: the nodes mount {host} at {inside}, so DEST {dest} is {folder} on this machine"
+        folder = (host / below).resolve() if below != "." else host.resolve()
+        said = f"{who} {host} at {inside}, so DEST {dest} is {folder} on this machine"
         if folder == src:
             return f"nothing to send: {said}, SRC itself; every node sees each change at once"
         raise UsageError(f"{said}: a sync would write {src} into it through the nodes, over your files there; copy "
@@ -412,6 +433,11 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     elif dest is None and recorded:
         dest = recorded[1]
     _, dest = resolve_paths(src, dest, spec, spec_path)
+    if not recorded:  # a container named directly is judged by its own mounts, as the cluster's nodes are
+        found, mounted = _not_mounting(found, src, dest)
+        if mounted and not found:
+            raise NothingToSend(mounted[0], notes)
+        notes = (*notes, *mounted)
     tmpdir = (spec.env or {}).get("TMPDIR", "") if spec is not None else ""
     if tmpdir.startswith("/") and dest.startswith("/"):  # the spec's own $TMPDIR on the nodes: its nodeweave/ too
         remote.refuse_node_state(dest, tmpdirs=(tmpdir,))

@@ -144,7 +144,9 @@ def plan_record_problem(environ: Optional[Mapping[str, str]] = None) -> Optional
     before any verb runs; None: unset, empty (the empty rule's) or fine."""
     from pathlib import Path
 
-    from nodeweave.cli.habits.output import not_a_file_to_write
+    from nodeweave.cli.habits.output import in_system_tree, not_a_file_to_write
+    from nodeweave.failures import own_file_problem
+    from nodeweave.jobstate import STATE_DIR
     from nodeweave.cli.habits.replace import refuse_foreign_file
     from nodeweave.errors import UsageError
 
@@ -156,6 +158,10 @@ def plan_record_problem(environ: Optional[Mapping[str, str]] = None) -> Optional
     problem = not_a_file_to_write(Path(given))
     if problem:
         return f"{name}={given} {problem}; accepted: {CLI_VARIABLES[name]}"
+    own = in_system_tree(Path(given)) or own_file_problem(Path(given))  # the options' own-folder rule (walk17 A3)
+    if own:
+        return (f"{name}={given}: {own}; accepted: a file of your own to record the executed plan in (not inside "
+                f"{STATE_DIR}/ or a run folder), or unset it to record none")
     try:
         refuse_foreign_file(Path(given), name, "plan", subject=f"{name}={given}")
     except UsageError as err:

@@ -31,7 +31,7 @@ except NameError:
     from nodeweave.sync.node.peer import ACCEPT_S, Listener, Tee, connect
     from nodeweave.sync.node.resident import ensure
     from nodeweave.sync.node.tunnel import serve_tunnel
-    from nodeweave.sync.node.untar import receive
+    from nodeweave.sync.node.untar import receive, stale_temps
 
 STAMP_NAME = ".nodeweave-sync.json"
 CACHE_NAME = ".nodeweave-sync.cache"
@@ -119,6 +119,15 @@ def manifest(root, request, cache):
     if not answer["dest_ok"]:
         answer["dest_why"] = dest_why(root)
     sigs, dirs = request["sigs"], request["dirs"]
+    stale = stale_temps(root, sigs) if exists else []
+    if stale and request.get("then") == "plan" and not dry:  # an interrupted sync's half-received files: removed
+        for rel in stale:
+            try:
+                os.unlink(os.path.join(root, rel))
+            except OSError:
+                pass
+    elif stale:  # a dry run or --check writes nothing there: names them
+        answer["leftovers"] = stale
     held = dict.fromkeys(sigs)
     if exists and request.get("quick"):
         held = quick_files(root, sigs)
@@ -298,7 +307,17 @@ def _drain(stdin):
         pass
 
 
+def _exit_on(signum, frame):
+    """SIGTERM or SIGHUP (the exec's client gone) ends the session as SIGINT does: through every ``finally`` and
+    ``_place``'s cleanup, so no half-received file is left (walk17 A29)."""
+    sys.exit(128 + signum)
+
+
 if __name__ == "__main__":
+    import signal
+
+    for _name in ("SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, _name), _exit_on)
     if sys.argv[2:3] == ["tunnel"]:
         serve_tunnel(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer, session)
     else:

@@ -12,6 +12,7 @@ trusted to say how much memory to use.
 import errno
 import hashlib
 import os
+import re
 
 try:  # in the program sent to a target this source follows digest.py's, which defines these
     stat_key  # noqa: B018
@@ -19,6 +20,7 @@ except NameError:
     from nodeweave.sync.node.digest import stat_key
 
 PAX_MAX = 1 << 20  # a PAX header longer than this is refused (names and link targets fit easily)
+TEMP_NAME = re.compile(r"^\.nwsync-(\d+)-\d+\.tmp$")  # _place's file beside its place, until renamed in
 
 
 def _safe(rel):
@@ -117,27 +119,54 @@ def _place(root, member, stream, counter, made):
         os.makedirs(parent, exist_ok=True)
         made.add(parent)
     tmp = os.path.join(parent, ".nwsync-%d-%d.tmp" % (os.getpid(), counter))
-    if member.kind == "2":
-        os.symlink(member.link, tmp)
-        digest = "l:" + hashlib.sha256(os.fsencode(member.link)).hexdigest()
-    else:
-        h = hashlib.sha256()
-        with open(tmp, "wb") as f:
-            while member.left > 0:
-                block = _exact(stream, min(member.left, 1 << 20))
-                member.left -= len(block)
-                h.update(block)
-                f.write(block)
-            os.fchmod(f.fileno(), member.mode & 0o7777)
-            f.flush()
-            os.utime(f.fileno(), (member.mtime, member.mtime))
-        digest = ("x:" if member.mode & 0o100 else "") + h.hexdigest()
-    try:
+    try:  # a payload cut (EOFError), an interrupt or a refused rename leaves no half-received file (walk17 A29)
+        if member.kind == "2":
+            os.symlink(member.link, tmp)
+            digest = "l:" + hashlib.sha256(os.fsencode(member.link)).hexdigest()
+        else:
+            h = hashlib.sha256()
+            with open(tmp, "wb") as f:
+                while member.left > 0:
+                    block = _exact(stream, min(member.left, 1 << 20))
+                    member.left -= len(block)
+                    h.update(block)
+                    f.write(block)
+                os.fchmod(f.fileno(), member.mode & 0o7777)
+                f.flush()
+                os.utime(f.fileno(), (member.mtime, member.mtime))
+            digest = ("x:" if member.mode & 0o100 else "") + h.hexdigest()
         os.replace(tmp, path)
-    except OSError:
-        os.unlink(tmp)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
         raise
     return digest
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: there
+    return True
+
+
+def stale_temps(root, rels):
+    """The temporary files (relative paths) a sync of ``root`` killed mid-file left (its agent is gone: SIGKILL, a
+    node restart) in the folders of the source's files ``rels``, where ``_place`` writes them (walk17 A29)."""
+    found = []
+    for folder in sorted(set(os.path.dirname(rel) for rel in rels) | {""}):
+        try:
+            names = os.listdir(os.path.join(root, folder))
+        except OSError:
+            continue
+        for name in names:
+            match = TEMP_NAME.match(name)
+            if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+                found.append(folder + "/" + name if folder else name)
+    return found
 
 
 def cannot_write(err):

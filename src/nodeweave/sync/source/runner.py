@@ -120,6 +120,12 @@ def check_one(req: SyncRequest, src: Source, target: Remote, on_progress: OnProg
             mismatched, stamp = plain.check(target, req.dest, src.signatures, "")
         result.judge(TargetCheck.of(src.signatures, mismatched, stamp, source_digest=src.digest),
                      "differ from the source")
+        if manifest.python and manifest.leftovers:  # named, never hidden: an interrupted sync's (walk17 A29)
+            shown = ", ".join(manifest.leftovers[:3]) + (", ..." if len(manifest.leftovers) > 3 else "")
+            result.status = "mismatch"
+            result.error = "; ".join(filter(None, [result.error, (
+                f"{len(manifest.leftovers)} half-received file(s) an interrupted sync left in {req.dest}: {shown} "
+                "(the next `nodeweave sync` there removes them)")]))
     except TransferError as err:
         result.status, result.error = "failed", str(err)
     result.seconds = time.monotonic() - started

@@ -52,6 +52,7 @@ class Manifest:
     listen: "dict | None" = None  # the agent's relay listener: {"port", "addrs", "bind"}
     listen_error: "str | None" = None  # why it has none (a NODEWEAVE_SYNC_BIND the node refused)
     resident: "dict | None" = None  # the node's resident agent: {"port", "addrs", "key", "program"}
+    leftovers: "list[str]" = field(default_factory=list)  # half-received files an interrupted sync left there
 
     def differing(self, local: "dict[str, str]") -> "dict[str, str | None]":
         """Paths whose signature here is not ``local``'s, with what the target holds (None: nothing)."""

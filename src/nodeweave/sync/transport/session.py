@@ -131,7 +131,7 @@ class Session:
                             extras=[(rel, bool(d)) for rel, d in answer.get("extras", [])],
                             stamp=answer.get("stamp"), done=bool(answer.get("done")),
                             listen=answer.get("listen"), resident=answer.get("resident"),
-                            listen_error=answer.get("listen_error"))
+                            listen_error=answer.get("listen_error"), leftovers=answer.get("leftovers", []))
         self._close_stdin()
         lines = []
         while (line := self._lines.get(timeout=60)) is not None:

@@ -63,7 +63,9 @@ def _template_args(r: Resolved) -> Dict[str, str]:
         "BASE_IMAGE": r.base_image,
         "DEBIAN_FRONTEND": "noninteractive",
         "PIP_FIND_LINKS": "/wheelhouse",
-        "PIP_NO_INDEX": None,  # unset: pip may use its index; 1 = wheelhouse only
+        # 0: pip may use its index; 1 (--offline) = wheelhouse only. A default, as every other ARG has: only
+        # offline builds pass it, and podman warned on every online build to set it (walk17 A19)
+        "PIP_NO_INDEX": "0",
         "DS_BUILD_OPS": "0",
         "DS_ACCELERATOR": variant.ds_accelerator,
         "WORKSPACE_DIR": spec.workspace.path,
