@@ -19,7 +19,7 @@ training slot may go to a spare (docs/recovery.md says why).
 import os
 
 from ..errors import RECOVERY_FINAL, EntrypointError
-from ..hints import status_hint
+from ..hints import end_job_hint, status_hint
 from ..news import NodeId
 from . import decide
 from .book import Decision, Role
@@ -131,7 +131,8 @@ class Generations:
                     "allows, else it ends" if self.identity != 0 else
                     "" if sent == "SIGINT" or stop_asked(self.settings) else  # a person's stop ends the job
                     f"; the others wait up to {self.settings.get('wait_timeout', 600):g}s (wait_timeout) for node 0 "
-                    "to come back (its restart policy: an eviction's SIGTERM)")
+                    "to come back (its restart policy: an eviction's SIGTERM); to end the job now: "
+                    + end_job_hint())
         elif ending is not None:
             ended, tail = ending, ""
         else:
