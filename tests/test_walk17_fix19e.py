@@ -10,3 +10,27 @@ def test_every_stop_hint_under_recovery_names_kill_int_and_what_kill_term_does()
     refusal = nodeinfo.main_run_error([{"pid": 24278, "main": False}])
     assert "`kill -INT 24278` (as Ctrl-C: on node 0 it ends the job on every node, under recovery too)" in refusal
     assert "`kill -TERM 24278` (under recovery node 0's SIGTERM is read as an eviction" in refusal, refusal
+
+
+def test_a_rank_past_the_count_under_recovery_names_the_spare_count_from_every_source(tmp_path):
+    """walk17b B18: a spare started with NODEWEAVE_NODE_RANK=2 but no NODEWEAVE_SPARES was told only "ranks run
+    0..1"; from variables, a hostfile and Slurm alike the refusal names the spare count as the fix."""
+    from pathlib import Path
+
+    import pytest
+
+    from nodeweave.entrypoint import EntrypointError, make_plan
+
+    fixture = str(Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h0\nh1\n")
+    for env in ({"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "2", "NODEWEAVE_MASTER_ADDR": "m"},
+                {"NODEWEAVE_HOSTFILE": str(hosts), "NODEWEAVE_NODE_RANK": "2"},
+                {"SLURM_JOB_ID": "5", "SLURM_NNODES": "2", "SLURM_NODEID": "2", "SLURM_JOB_NODELIST": "h[0-1]"}):
+        with pytest.raises(EntrypointError) as err:
+            make_plan(["--", "train.py"], env=dict(env, NODEWEAVE_RECOVERY="on"), sysroot=fixture)
+        refusal = str(err.value)
+        assert "node ranks 2.. are spares" in refusal and "NODEWEAVE_SPARES=1" in refusal, (env, refusal)
+        with pytest.raises(EntrypointError) as err:
+            make_plan(["--", "train.py"], env=env, sysroot=fixture)
+        assert "spares" not in str(err.value), err.value

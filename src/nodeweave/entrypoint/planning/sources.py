@@ -227,6 +227,7 @@ def hostfile(scene):
     names = [host for host, _ in hosts]
     node = scene.node
     from .platforms import this_node
+    from .topology import spares_forgotten
 
     me = this_node(scene)
     mine = [i for i, host in enumerate(names) if names_this_node(host, me)]
@@ -236,7 +237,9 @@ def hostfile(scene):
         raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}), and the "
                             f"rank given ({given_by}) is past its {len(names)} line(s), which give ranks 0 "
                             f"to {len(names) - 1}; accepted: a rank of 0 to {len(names) - 1} (its line gives the "
-                            "slots), or a hostfile that lists every node, node 0 first")
+                            "slots), or a hostfile that lists every node, node 0 first"
+                            + spares_forgotten(scene.settings, given, len(names),
+                                                             f"list the spare hosts last in {path} and "))
     if not mine and given is not None:
         # a rank given by hand (--node-rank, NODE_RANK) is taken: the hostfile then gives the count, the master and
         # the slots of the rank's line, as the refusal's hint promised (walk11b B18: it was refused all the same)

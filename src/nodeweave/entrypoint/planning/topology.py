@@ -222,7 +222,8 @@ def discover(settings, node, root, kube, warnings=None):
         rank, rank_src = _no_rank(scene, hi)
     if rank >= hi:
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
-                         f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}")
+                         f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}"
+                         f"{spares_forgotten(settings, rank, hi)}")
     procs = None if lo != hi else node_counts(_line_slots(claims), from_a_line(nproc_src), rank, hi, nproc)
     counts = consistency.job_counts(lo, hi, hi - _spares(settings) if str(nnodes_src).startswith(RECOVERY_CONTAINERS)
                                     else None)
@@ -260,6 +261,17 @@ def _recovery_has_another_node(settings, hi, count_source):
     for problem in recovery_needs_another_node({"recovery": True, "nnodes": hi}, set(), Naming(labels.get)):
         raise UsageError(f"{labels[problem.key]}: {problem.problem}" + ("" if given else f" ({count_source})") +
                          f"; accepted: {problem.accepted}")
+
+
+def spares_forgotten(settings, rank, count, listed=""):
+    """Under recovery with no spares set, a rank at or past the training ``count`` is what a spare's rank looks
+    like: the spare count forgotten on this node is the likely fix, whatever gave the rank (variables, a hostfile,
+    Slurm) (walk17b B18: the refusal said no word of spares). ``listed``: where the spares must be listed too
+    (a hostfile, whose lines are every node, spares last)."""
+    if not settings.get("recovery") or _spares(settings) or rank < count:
+        return ""
+    return (f"; with recovery on, node ranks {count}.. are spares: {listed}set NODEWEAVE_SPARES "
+            f"(the same on every node), e.g. NODEWEAVE_SPARES={rank - count + 1}")
 
 
 def _beyond_containers(count_source, rank, hi):
