@@ -34,3 +34,22 @@ def test_a_rank_past_the_count_under_recovery_names_the_spare_count_from_every_s
         with pytest.raises(EntrypointError) as err:
             make_plan(["--", "train.py"], env=env, sysroot=fixture)
         assert "spares" not in str(err.value), err.value
+
+
+def test_nodeweaves_own_run_plumbing_trips_no_flag_overrides_warning():
+    """walk17a A16: `nodeweave run --node 0` passed --nnodes 1 to a node whose up-time NODEWEAVE_NNODES=2 nodeweave
+    wrote, and the node warned "flag --nnodes (1) overrides NODEWEAVE_NNODES=2"; a check's --nproc-per-node 1 and
+    --nnodes (spares counted) tripped the same warning. What nodeweave passes, it passes without the warning."""
+    from pathlib import Path
+
+    from nodeweave.check.driver import CheckOptions, CheckRequest
+    from nodeweave.cluster.runner import RunRequest
+    from nodeweave.entrypoint import make_plan
+
+    fixture = str(Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only")
+    up = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
+          "NODEWEAVE_NPROC_PER_NODE": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1"}
+    for request in (RunRequest(run_id="r1", command=["train.py"], nnodes=1),
+                    CheckRequest(run_id="r2", command=["-m", "w"], flags=CheckOptions().entrypoint_flags(3))):
+        plan = make_plan(request.entrypoint_args(), env={**up, **request.variables()}, sysroot=fixture)
+        assert not [w for w in plan.warnings if w.code == "flag-overrides-source"], plan.warnings
