@@ -53,3 +53,25 @@ def test_nodeweaves_own_run_plumbing_trips_no_flag_overrides_warning():
                     CheckRequest(run_id="r2", command=["-m", "w"], flags=CheckOptions().entrypoint_flags(3))):
         plan = make_plan(request.entrypoint_args(), env={**up, **request.variables()}, sysroot=fixture)
         assert not [w for w in plan.warnings if w.code == "flag-overrides-source"], plan.warnings
+
+
+def test_per_host_instructions_under_recovery_give_the_spares_ranks_and_the_training_count(tmp_path):
+    """walk17b B3: with 1 spare the rendered compose/node.yaml and .env.example said NODE_RANK "0 on the master
+    host, 1 to N-1 on the others" and NNODES "Node count": the spare host never started, or a host count of 3 made
+    3 training nodes wait for a 4th. They say the spare's rank and that NNODES is the training count."""
+    import yaml
+
+    from nodeweave.spec import load_spec
+    from nodeweave.targets.compose import render_files
+
+    golden = (__import__("pathlib").Path(__file__).parent / "golden" / "compose" / "cuda" / "nodeweave.yaml")
+    (tmp_path / "nodeweave.yaml").write_text(golden.read_text() + "recovery:\n  enabled: true\n  spares: 1\n")
+    files = render_files(load_spec(tmp_path / "nodeweave.yaml"))
+    ranks = "0 on the master host, 1 on the other training host(s), 2 on the spare host(s)"
+    assert f"set NODE_RANK ({ranks})" in files["compose/node.yaml"], files["compose/node.yaml"][:600]
+    env = yaml.safe_load(files["compose/node.yaml"])["services"]["node"]["environment"]
+    assert ranks in env["NODE_RANK"], env["NODE_RANK"]
+    example = files["compose/.env.example"]
+    assert f"# {ranks[0].upper()}{ranks[1:]}.\nNODE_RANK=" in example, example
+    assert "Training node count (from the spec: 2; the 1 spare host(s) not counted)" in example, example
+    assert "1 to N-1" not in files["compose/node.yaml"] + example
