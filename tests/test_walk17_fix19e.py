@@ -75,3 +75,32 @@ def test_per_host_instructions_under_recovery_give_the_spares_ranks_and_the_trai
     assert f"# {ranks[0].upper()}{ranks[1:]}.\nNODE_RANK=" in example, example
     assert "Training node count (from the spec: 2; the 1 spare host(s) not counted)" in example, example
     assert "1 to N-1" not in files["compose/node.yaml"] + example
+
+
+def test_kubeflow_pod_names_agree_with_a_rank_only_by_kubeflows_rule(tmp_path):
+    """walk17b B2: PyTorchJob pod pj-worker-0 with PET_NODE_RANK=0 was told its ordinal "agrees" (worker 0 is
+    node rank 1 beside pj-master-0, which holds 0), and pj-worker-1 with the right 2 "is no rank". The check
+    follows Kubeflow's naming: worker N is N+1 beside a master pod, and a rank against it is refused."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    from nodeweave.entrypoint import EntrypointError, make_plan
+
+    def plan(host, rank):
+        root = tmp_path / host
+        if not root.exists():
+            shutil.copytree(Path(__file__).parent / "fixtures" / "synthetic" / "sts-h100-roce", root, symlinks=True)
+            (root / "etc" / "hostname").write_text(host + "\n")
+        return make_plan(["--", "train.py"], sysroot=str(root), env={
+            "PET_NNODES": "3", "PET_MASTER_ADDR": "pj-master-0", "PET_NODE_RANK": rank, "RANK": rank})
+
+    with pytest.raises(EntrypointError) as err:
+        plan("pj-worker-0", "0")
+    assert err.value.exit_code == 3 and "'pj-worker-0' is node rank 1 under torchrun PET_* (Kubeflow)" in str(
+        err.value), err.value
+    for host, rank in (("pj-worker-0", "1"), ("pj-worker-1", "2"), ("pj-master-0", "0")):
+        notes = [n for n in plan(host, rank).topology.notes if n.startswith("node rank:")]
+        assert notes and f"ordinal of hostname '{host}' agrees with PET_NODE_RANK={rank} (under torchrun PET_* " \
+            "(Kubeflow)," in notes[0], notes
