@@ -104,3 +104,43 @@ def test_kubeflow_pod_names_agree_with_a_rank_only_by_kubeflows_rule(tmp_path):
         notes = [n for n in plan(host, rank).topology.notes if n.startswith("node rank:")]
         assert notes and f"ordinal of hostname '{host}' agrees with PET_NODE_RANK={rank} (under torchrun PET_* " \
             "(Kubeflow)," in notes[0], notes
+
+
+def test_explain_on_a_running_jobs_node_plans_its_generations_membership(tmp_path):
+    """walk17b B6: in generation 1 (node 1 left out, spare node 2 training as rank 1) --explain planned every
+    container on every node (`--nnodes 3`, node 2 `--node-rank 2`, node 1 a launch); it plans what runs: node 2
+    `--nnodes 2 --node-rank 1`, node 1 nothing now."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from nodeweave.entrypoint.running.runstate import job_dir
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+    def explain(node, *flags):
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": src, "HOME": str(tmp_path),
+               "TMPDIR": str(tmp_path / f"t{node}"), "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
+               "NODEWEAVE_NODE_RANK": str(node), "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+        out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", *flags, "--", "train.py"],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        return env, out
+
+    shown = {}
+    for node, role in ((0, "member"), (1, "left out"), (2, "member")):
+        env, out = explain(node, "--json")
+        topology = json.loads(out.stdout)["topology"]
+        folder = job_dir(env, topology["job_id"], topology["master_port"]["value"])
+        os.makedirs(folder)
+        with open(os.path.join(folder, "recovery.json"), "w") as f:
+            json.dump({"generation": 1, "decision": "start", "restarts": 1, "members": [0, 2], "spares": [],
+                       "left_out": {"1": 1}, "why": {"1": "its rank was killed"}, "role": role}, f)
+        _, out = explain(node)
+        shown[node] = out.stdout
+    for node, rank in ((0, 0), (2, 1)):
+        assert f"run    torchrun --nnodes 2 --nproc-per-node 1 --node-rank {rank} " in shown[node], shown[node]
+        assert "export WORLD_SIZE=2 " in shown[node] and "overrides" not in shown[node], shown[node]
+    assert "left out in generation 1" in shown[1] and "now    nothing: this node is left out" in shown[1], shown[1]
+    assert "--nnodes 3" not in "".join(shown.values())
