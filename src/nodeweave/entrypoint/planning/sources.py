@@ -242,6 +242,17 @@ def slurm(scene):
     return slurm_claims(scene.env, scene.node.hostname)
 
 
+def spares_forgotten(settings, rank, count, listed=""):
+    """Under recovery with no spares set, a rank at or past the training ``count`` is what a spare's rank looks
+    like: the spare count forgotten on this node is the likely fix, whatever gave the rank (variables, a hostfile,
+    Slurm) (walk17b B18: the refusal said no word of spares). ``listed``: where the spares must be listed too
+    (a hostfile, whose lines are every node, spares last)."""
+    if not settings.get("recovery") or settings.get("spares") or rank < count:
+        return ""
+    return (f"; with recovery on, node ranks {count}.. are spares: {listed}set NODEWEAVE_SPARES "
+            f"(the same on every node), e.g. NODEWEAVE_SPARES={rank - count + 1}")
+
+
 def hostfile(scene):
     path = scene.settings.get("hostfile")
     if not path:
@@ -250,7 +261,6 @@ def hostfile(scene):
     names = [host for host, _ in hosts]
     node = scene.node
     from .platforms import this_node
-    from .topology import spares_forgotten
 
     me = this_node(scene)
     mine = [i for i, host in enumerate(names) if names_this_node(host, me)]

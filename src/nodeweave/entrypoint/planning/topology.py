@@ -26,7 +26,8 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
-from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty
+from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty, \
+    spares_forgotten
 from .variables import inherited_output_lines, unknown_lines
 from ..world import from_a_line, node_counts, world_size
 
@@ -261,17 +262,6 @@ def _recovery_has_another_node(settings, hi, count_source):
     for problem in recovery_needs_another_node({"recovery": True, "nnodes": hi}, set(), Naming(labels.get)):
         raise UsageError(f"{labels[problem.key]}: {problem.problem}" + ("" if given else f" ({count_source})") +
                          f"; accepted: {problem.accepted}")
-
-
-def spares_forgotten(settings, rank, count, listed=""):
-    """Under recovery with no spares set, a rank at or past the training ``count`` is what a spare's rank looks
-    like: the spare count forgotten on this node is the likely fix, whatever gave the rank (variables, a hostfile,
-    Slurm) (walk17b B18: the refusal said no word of spares). ``listed``: where the spares must be listed too
-    (a hostfile, whose lines are every node, spares last)."""
-    if not settings.get("recovery") or _spares(settings) or rank < count:
-        return ""
-    return (f"; with recovery on, node ranks {count}.. are spares: {listed}set NODEWEAVE_SPARES "
-            f"(the same on every node), e.g. NODEWEAVE_SPARES={rank - count + 1}")
 
 
 def _beyond_containers(count_source, rank, hi):
