@@ -167,7 +167,8 @@ def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
     spec.write_text((repo_root / "nodeweave.yaml").read_text().replace("name: llama-pretrain", "name: chkparts", 1))
     out = cli_run.nodeweave("check", "--spec", str(spec), "--dry-run", timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "podman exec chkparts-1 nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun" \
+    assert "podman exec chkparts-1 env NODEWEAVE_NPROC_PER_NODE=1 NODEWEAVE_NNODES=2 nodeweave-entrypoint --mode run " \
+        "--run-id <run-id> --launcher torchrun" \
         in out.stdout and "-- -m nodeweave.check.worker --threshold 0.25" in out.stdout
     bad = cli_run.nodeweave("check", "--spec", str(spec), "--threshold", "0", timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [

@@ -90,7 +90,8 @@ def test_kubeflow_names_its_workers_its_own_way(tmp_path):
     root = copy(tmp_path, "sts-h100-roce", {"etc/hostname": "job-worker-0\n"})
     t = plan(root, PET_NODE_RANK="1", PET_NNODES="2", PET_MASTER_ADDR="job-master-0").topology
     assert (t.node_rank.value, t.node_rank.source) == (1, "PET_NODE_RANK=1")
-    assert any("no rank under torchrun PET_* (Kubeflow)" in n for n in t.notes)
+    assert any("agrees with PET_NODE_RANK=1 (under torchrun PET_* (Kubeflow), with a master pod" in n
+               for n in t.notes), t.notes
 
 
 def test_a_flag_overrides_the_ordinal_with_a_warning():

@@ -4,11 +4,12 @@ The shape reaches each node as the contract's own variables in front of its
 entrypoint (``NODEWEAVE_NPROC_PER_NODE``, ``NODEWEAVE_LAUNCHER``), so the node
 plans exactly as it would from a spec that said so, and refuses what its
 machine contradicts (more processes than usable GPUs). The node count goes as
-the entrypoint's ``--nnodes`` flag (``RunRequest.nnodes``), never as a variable:
-the container's own NODEWEAVE_NNODES, a Slurm step's or a StatefulSet's count
-would contradict a variable (exit 3), and a flag overrides each of them with a
-named warning. What the cluster itself contradicts (more nodes than it has) is
-refused here.
+the entrypoint's ``--nnodes`` flag (``RunRequest.nnodes``): a Slurm step's or a
+StatefulSet's count would contradict a variable alone (exit 3), and the flag
+overrides each of them. The same count also goes as NODEWEAVE_NNODES in front
+(``RunRequest.variables``), replacing the container's up-time one, so the node
+warns of no override nodeweave itself made. What the cluster itself contradicts
+(more nodes than it has) is refused here.
 """
 
 from __future__ import annotations

@@ -54,6 +54,20 @@ class RunRequest:
         count = ["--nnodes", str(self.nnodes)] if self.nnodes is not None else []
         return ["--mode", "run", "--run-id", self.run_id, *profile, *count, "--", *self.command]
 
+    def variables(self) -> Dict[str, str]:
+        """``env``, and each topology flag nodeweave passes a node (run --nodes' ``--nnodes``, a check's
+        ``--nproc-per-node 1``) as its own NODEWEAVE_* variable too, in front of the entrypoint: it replaces the
+        node's up-time variable, which nodeweave wrote, so nodeweave's own plumbing never trips the entrypoint's
+        "flag --nnodes (1) overrides NODEWEAVE_NNODES=2" warning, a line no user can act on (walk17a A16). The flag
+        stays: it still wins over a platform's own count."""
+        from nodeweave.entrypoint.planning.contract import SETTINGS
+
+        args = self.entrypoint_args()
+        args = args[:args.index("--")] if "--" in args else args
+        given = dict(zip(args, args[1:]))
+        flags = {row.flag: row.variable for row in SETTINGS if row.topology}
+        return {**self.env, **{flags[flag]: value for flag, value in given.items() if flag in flags}}
+
 
 # A node's last lines kept for its failure's summary: enough to reach past torchrun's ChildFailedError frames (about
 # 30 lines) to the worker's own error line (``symptoms.cause``, walk9 A3).
@@ -98,7 +112,7 @@ def launch_argv(nodes: List[Node], request: RunRequest) -> List[List[str]]:
     group = nodes[0].group if nodes else None
     if group is not None:
         return [list(group.first(len(nodes)).argv(request))]
-    return [node.entrypoint_argv(request.entrypoint_args(), request.env) for node in nodes]
+    return [node.entrypoint_argv(request.entrypoint_args(), request.variables()) for node in nodes]
 
 
 class Runner:

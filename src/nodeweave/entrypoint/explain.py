@@ -177,9 +177,10 @@ def render_text(plan):
 
         verb = "run" if plan.launch.launcher in SUPERVISED or WATCHED_CHILD in plan.launch.notes else "exec"
         rows = [(verb, _quote(plan.launch.argv))]
-        if plan.role and plan.role.get("kind") == "spare":  # its launch waits for a place (recovery/roles.py)
-            rows = [("now", "nothing: a spare waits for node 0 to give it a left-out node's place"),
-                    ("then", _quote(plan.launch.argv))]
+        kind = plan.role.get("kind") if plan.role else None
+        if kind in NOW_NOTHING:  # its launch waits for a place, or none comes (recovery/roles.py WAITING)
+            rows = [("now", NOW_NOTHING[kind])] + ([("then", _quote(plan.launch.argv))] if kind != "out for good"
+                                                  else [])
         if plan.mode == "hold":  # nothing starts until a run is asked for (hold.py; walk6 W18)
             rows = [("now", "nothing: hold mode: the node plans, prints this plan and waits for `nodeweave run` "
                             "(no wait for the master, no script check until then)"),
@@ -205,6 +206,13 @@ def render_text(plan):
     if plan.errors:
         section("Errors", [("x", e["message"]) for e in plan.errors], width=1)
     return "\n".join(out) + "\n"
+
+
+# what a node of these roles launches now (recovery/roles.py's kinds, as a plan's role spells them)
+NOW_NOTHING = {"spare": "nothing: a spare waits for node 0 to give it a left-out node's place",
+               "left out": "nothing: this node is left out of the running generation and waits for node 0 to give "
+                           "it a place again",
+               "out for good": "nothing: this node is out of the job for good"}
 
 
 def render_json(plan):

@@ -37,6 +37,16 @@ def end_job_hint():
             "(nodes started by hand)")
 
 
+def stop_process_hint(pids):
+    """The signals that stop a job's entrypoint process ``pids`` (a comma list) by hand, and what each does under
+    recovery: every stop hint names both, so no one is offered only the eviction (walk17b B8: ``kill -TERM``
+    alone left the other nodes waiting wait_timeout for node 0)."""
+    return (f"`kill -INT {pids}` (as Ctrl-C: on node 0 it ends the job on every node, under recovery too) or "
+            f"`kill -TERM {pids}` (under recovery node 0's SIGTERM is read as an eviction the others wait for, up "
+            "to wait_timeout, and any other node's ends its place: the job goes on without it when a spare or the "
+            "minimum allows, else it ends)")
+
+
 def asked_stop():
     """How a stop asked for through a run's folder mark came (``runstate.STOP_ASKED``): `nodeweave stop` runs
     ``--node stop`` on each node, and a person may run it there by hand; both leave the same mark."""

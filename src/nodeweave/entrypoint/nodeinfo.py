@@ -35,6 +35,7 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
+from .hints import stop_process_hint
 from .hostport import host_port, http_url
 from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
 from .running.runstate import (HOLD_SCHEMA, alive, live_runs, main_runs, read_json, read_record, run_dir,
@@ -224,14 +225,12 @@ def stop(args, env):
 def main_run_error(main):
     """Why ``--node stop`` stops no job that runs as the node's main command, and what does."""
     pids = ", ".join(str(m["pid"]) for m in main)
+    signals = stop_process_hint(" ".join(str(m["pid"]) for m in main))
     where = ("the container's main process (PID 1)" if any(m["main"] for m in main) else
              f"a process started without --run-id (pid {pids})")
     return (f"this node runs its job as its main command (run mode: nodeweave-entrypoint, {where}), not as a run "
             "`nodeweave run` recorded: --node stop stops only those, and nothing was stopped. To stop this job stop "
-            "the container (`nodeweave down`, or the engine's stop) or the process (`kill -TERM "
-            f"{pids}`; under recovery node 0's SIGTERM is read as an eviction the others wait for, up to "
-            "wait_timeout, and any other node's ends its place: the job goes on without it when a spare or the "
-            "minimum allows, else it ends); to "
+            f"the container (`nodeweave down`, or the engine's stop) or the process: {signals}; to "
             "stop jobs by their run id, start the nodes with `nodeweave up --hold` and each job with `nodeweave run`")
 
 

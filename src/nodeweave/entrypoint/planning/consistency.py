@@ -36,7 +36,9 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     so ``N`` is its index, and a variable that says otherwise is baked into a
     template that every node shares. Only a platform that names its pods its
     own way (a row's ``own_naming``: Kubeflow's master/worker pods, LWS,
-    SageMaker's ``algo-N``, Slurm, MPI, a hostfile, ...) or a flag may differ from it.
+    SageMaker's ``algo-N``, Slurm, MPI, a hostfile, ...) or a flag may differ from it; where that naming gives
+    a rank by a rule of its own (a row's ``rank_of``: Kubeflow's worker N is node rank N+1 beside a master pod),
+    the rank is weighed against that rule, never "agrees" by a coincidence of numbers.
     """
     if ordinal is None:
         return rank, rank_claim.source if rank_claim else None
@@ -44,15 +46,27 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     if rank is None:
         return number, ordinal.source
     source = rank_claim.source
+    if rank_claim.tier == FLAG and "node_rank" in scene.settings.flag_sources:
+        return rank, source  # recovery's own rank for a derived plan (a spare's place): no pod's ordinal to weigh
     prefix = next(c.value for c in claims["prefix"])
-    owners = [c.origin.name for c in claims["node_rank"] if c.tier != HOSTNAME and c.origin.own_naming(prefix)]
-    if rank == number:
-        scene.notes.append(f"node rank: {ordinal.source} agrees with {source}")
+    owner = next((c.origin for c in claims["node_rank"] if c.tier != HOSTNAME and c.origin.own_naming(prefix)),
+                 None)
+    named = owner.rank_of(prefix, number, scene.env) if owner else (number, "")
+    if named is None:  # a platform whose pod names give no rank: no "agrees" by a coincidence of numbers
+        scene.notes.append(f"node rank: the {ordinal.source} is no rank under {owner.name}, which names its pods "
+                           "its own way")
+        return rank, source
+    implied, rule = named
+    if rank == implied:
+        scene.notes.append(f"node rank: {ordinal.source} agrees with {source}" +
+                           (f" (under {owner.name}, {rule})" if owner else ""))
     elif rank_claim.tier == FLAG:
         emit(warnings, "flag-overrides-source", f"node rank: {source} ({rank}) overrides the {ordinal.source}")
-    elif owners:
-        scene.notes.append(f"node rank: the {ordinal.source} is no rank under {owners[0]}, which names its pods "
-                           "its own way")
+    elif owner:
+        raise TopologyError(
+            f"node rank sources disagree: {source} but {scene.name_source} {scene.pod_name!r} is node rank {implied} "
+            f"under {owner.name} ({rule}); a rank baked into a template every pod shares gives them all rank "
+            f"{rank}; remove {source.partition('=')[0]} (the operator sets it), or pass --node-rank to override")
     else:
         raise TopologyError(
             f"node rank sources disagree: {source} but {scene.name_source} {scene.pod_name!r} has ordinal {number}, "

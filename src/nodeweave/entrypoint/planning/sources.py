@@ -40,6 +40,25 @@ def kubeflow_pod(prefix):
     return prefix.endswith(("-master", "-worker"))
 
 
+def kubeflow_rank(prefix, number, env):
+    """(the node rank a PyTorchJob pod's name gives, the rule in words), or None where the names say none:
+    ``<job>-master-0`` is node rank 0, and ``<job>-worker-N`` is N+1 when the master address names the master pod,
+    N when it names worker 0 (a job with no master pod) (walk17b B2: worker 0 beside PET_NODE_RANK=0 "agreed")."""
+    if prefix.endswith("-master"):
+        return number, "its master pod is node rank 0"
+    job = prefix[:-len("-worker")]
+    master = host_key((env.get("PET_MASTER_ADDR") or env.get("MASTER_ADDR") or "").strip()).split(".")[0]
+    if master == f"{job}-master-0":
+        return number + 1, f"with a master pod ({job}-master-0, node rank 0) worker N is node rank N+1"
+    if master == f"{job}-worker-0":
+        return number, f"with no master pod worker N is node rank N (the master address is {job}-worker-0)"
+    return None
+
+
+def no_rank(prefix, number, env):
+    return None
+
+
 class Source:
     """A row of the table: its name, the variables that name a rank, and its reader.
 
@@ -48,17 +67,21 @@ class Source:
     ordinal is its group, a Slurm host's digits are its name), so a hostname
     ordinal that differs from its rank is no contradiction. ``one_task``: how
     to start one task per node, for a source that claims ``tasks_per_node``.
+    ``rank_of``: where the platform's own naming does give a rank (Kubeflow's
+    master/worker pods), that rank, so the cross-check says "agrees" only by the
+    platform's rule, never by a coincidence of numbers.
     ``reads``: every ``(field, variable)`` the platform's reader takes a value
     from (``VC_*_HOSTS``: any name of that form), so one set but empty is named
     in each refusal of that field with the platform's remedy, whichever reader
     reads it (walk15b B1-B3: an empty ``SLURM_JOB_NODELIST`` was "no master").
     """
 
-    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task", "reads")
+    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task", "reads", "rank_of")
 
-    def __init__(self, name, rank_names, read, own_naming=never, one_task="", reads=()):
+    def __init__(self, name, rank_names, read, own_naming=never, one_task="", reads=(), rank_of=no_rank):
         self.name, self.rank_names, self.read, self.own_naming = name, rank_names, read, own_naming
         self.one_task, self.reads = one_task, reads
+        self.rank_of = rank_of  # (prefix, ordinal, env) -> (the rank its own naming gives, why) or None: no rank
 
 
 class Scene:
@@ -219,6 +242,17 @@ def slurm(scene):
     return slurm_claims(scene.env, scene.node.hostname)
 
 
+def spares_forgotten(settings, rank, count, listed=""):
+    """Under recovery with no spares set, a rank at or past the training ``count`` is what a spare's rank looks
+    like: the spare count forgotten on this node is the likely fix, whatever gave the rank (variables, a hostfile,
+    Slurm) (walk17b B18: the refusal said no word of spares). ``listed``: where the spares must be listed too
+    (a hostfile, whose lines are every node, spares last)."""
+    if not settings.get("recovery") or settings.get("spares") or rank < count:
+        return ""
+    return (f"; with recovery on, node ranks {count}.. are spares: {listed}set NODEWEAVE_SPARES "
+            f"(the same on every node), e.g. NODEWEAVE_SPARES={rank - count + 1}")
+
+
 def hostfile(scene):
     path = scene.settings.get("hostfile")
     if not path:
@@ -236,7 +270,9 @@ def hostfile(scene):
         raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}), and the "
                             f"rank given ({given_by}) is past its {len(names)} line(s), which give ranks 0 "
                             f"to {len(names) - 1}; accepted: a rank of 0 to {len(names) - 1} (its line gives the "
-                            "slots), or a hostfile that lists every node, node 0 first")
+                            "slots), or a hostfile that lists every node, node 0 first"
+                            + spares_forgotten(scene.settings, given, len(names),
+                                                             f"list the spare hosts last in {path} and "))
     if not mine and given is not None:
         # a rank given by hand (--node-rank, NODE_RANK) is taken: the hostfile then gives the count, the master and
         # the slots of the rank's line, as the refusal's hint promised (walk11b B18: it was refused all the same)
@@ -408,7 +444,8 @@ SOURCES = (
     Source("flags", (), flags),
     Source("NODEWEAVE_* variables", ("NODEWEAVE_NODE_RANK",), nodeweave_variables),
     Source("plain variables", ("NODE_RANK",), plain_variables),
-    Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=kubeflow_pod),
+    Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=kubeflow_pod,
+           rank_of=kubeflow_rank),
     Source("Indexed Job / JobSet", ("JOB_COMPLETION_INDEX",), indexed_job, reads=_reads(("JOB_COMPLETION_INDEX",))),
     Source("StatefulSet pod index", ("NODEWEAVE_POD_INDEX",), statefulset_pod_index),
     Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always,

@@ -26,7 +26,8 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
-from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty
+from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty, \
+    spares_forgotten
 from .variables import inherited_output_lines, unknown_lines
 from ..world import from_a_line, node_counts, world_size
 
@@ -222,7 +223,8 @@ def discover(settings, node, root, kube, warnings=None):
         rank, rank_src = _no_rank(scene, hi)
     if rank >= hi:
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
-                         f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}")
+                         f"(from {nnodes_src}); ranks run 0..{hi - 1}{_beyond_containers(nnodes_src, rank, hi)}"
+                         f"{spares_forgotten(settings, rank, hi)}")
     procs = None if lo != hi else node_counts(_line_slots(claims), from_a_line(nproc_src), rank, hi, nproc)
     counts = consistency.job_counts(lo, hi, hi - _spares(settings) if str(nnodes_src).startswith(RECOVERY_CONTAINERS)
                                     else None)

@@ -19,11 +19,11 @@ training slot may go to a spare (docs/recovery.md says why).
 import os
 
 from ..errors import RECOVERY_FINAL, EntrypointError
-from ..hints import status_hint
+from ..hints import end_job_hint, status_hint
 from ..news import NodeId
 from . import decide
 from .book import Decision, Role
-from .setup import Config, derived, last_book, with_flags
+from .setup import Config, generation_settings, last_book
 
 
 class Generations:
@@ -131,7 +131,8 @@ class Generations:
                     "allows, else it ends" if self.identity != 0 else
                     "" if sent == "SIGINT" or stop_asked(self.settings) else  # a person's stop ends the job
                     f"; the others wait up to {self.settings.get('wait_timeout', 600):g}s (wait_timeout) for node 0 "
-                    "to come back (its restart policy: an eviction's SIGTERM)")
+                    "to come back (its restart policy: an eviction's SIGTERM); to end the job now: "
+                    + end_job_hint())
         elif ending is not None:
             ended, tail = ending, ""
         else:
@@ -162,19 +163,7 @@ class Generations:
         from ..core import build_plan
         from ..planning.launch import apply_counts
 
-        members = book.members
-        flags = {"node_rank": book.rank_of(self.identity), "nnodes": len(members)}
-        if book.rendezvous() != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
-            flags["master_addr"] = book.master
-        settings = derived(self.settings, f"generation {book.generation}'s members (node 0's decision)", **flags)
-        own = self.plan.topology.nproc_per_node
-        from ..world import from_a_line
-
-        if from_a_line(own.source):  # its own line's slots, as it checked in with: a spare taking rank 1's
-            # place read line 2's from a rank given (fix13d: a slots=2 spare ran 1 process, the world one short)
-            settings = with_flags(settings, f"this node's own line ({own.source})", nproc_per_node=own.value)
-        # a fixed-size job of its members: derived sets NODEWEAVE_NNODES too (an elastic spec's MIN:MAX would be a
-        # claim the flag overrides, with a warning every generation, and the ranks would read a range)
+        settings = generation_settings(self.settings, book, self.identity, self.plan.topology)
         plan = build_plan(settings)
         apply_counts(plan, verdict)
         return plan, settings

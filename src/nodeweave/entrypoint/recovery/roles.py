@@ -14,7 +14,7 @@ book this node kept while the job runs (``recovery.json``).
 from ..core import build_plan
 from ..errors import EntrypointError
 from ..planning.job_size import job_size
-from .setup import Config, derived, identity_settings, last_book, with_flags
+from .setup import Config, derived, generation_settings, identity_settings, last_book, with_flags
 
 
 
@@ -126,10 +126,11 @@ def from_book(book, identity):
 
 
 def shown_plan(settings, plan, partial=True):
-    """What ``--explain`` shows of this node under recovery: a training node's launch as the job's first
-    generation runs it (its rank among the training nodes, their count: ``Generations._generation_plan``), not
-    the identity plan it checks in with (nodes + spares); a spare's with a note that it launches nothing until
-    it takes a place. ``plan`` itself when recovery is off or the plan could not be made."""
+    """What ``--explain`` shows of this node under recovery: a training node's launch as its generation runs it
+    (its rank among the members, their count: ``setup.generation_settings`` from the book it keeps while its job
+    runs, or the job's first generation before), not the identity plan it checks in with (nodes + spares); a
+    spare's, a left-out node's or one out for good with a note that it launches nothing now. ``plan`` itself when
+    recovery is off or the plan could not be made."""
     return _counts_of_containers(settings, _shown(settings, plan, partial))
 
 
@@ -138,17 +139,26 @@ def _shown(settings, plan, partial):
     if not settings.get("recovery") or not role or plan.topology is None or plan.launch is None:
         return plan
     config = Config(settings, plan.topology)
-    if role["kind"] == Kind.shown(Kind.SPARE):
-        return _spare_plan(settings, plan, config, partial)
-    if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not (
-            config.spares or config.minimum != config.slots):
-        return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
-    # with spares, or MIN:MAX (recovery.min_nodes): generation 0 is a fixed-size job of every training node
-    first = derived(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
+    if role["kind"] in WAITING:
+        return _spare_plan(settings, plan, config, partial, WAITING[role["kind"]])
+    if role["kind"] != Kind.shown(Kind.TRAINING):
+        return plan
+    if role.get("generation") is not None:  # a running job's generation: as this node launches it, from its book
+        book = last_book(settings, plan.topology)
+        if book is None or book.generation != role["generation"]:
+            return plan
+        first = generation_settings(settings, book, role["identity"], plan.topology)
+    elif config.spares or config.minimum != config.slots:
+        # with spares, or MIN:MAX (recovery.min_nodes): generation 0 is a fixed-size job of every training node
+        first = derived(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
+    else:
+        return plan
     shown = build_plan(first, partial=partial)
     if shown.topology is None:
         return plan
     shown.role, shown.exchange = plan.role, plan.exchange  # it checks in as its identity among nodes + spares
+    # recovery's own rank and count override the node's identity, as every generation's launch does: no warning
+    shown.warnings = [w for w in shown.warnings if not any(why in w for why in set(first.flag_sources.values()))]
     shown.topology.platform = plan.topology.platform  # what told its identity, not "flags" (walk5 W5)
     shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
     return shown
@@ -186,7 +196,13 @@ def _counts_of_containers(settings, plan):
     return plan
 
 
-def _spare_plan(settings, plan, config, partial):
+# the roles that launch nothing now and what each waits for: the words of its plan's note (``--explain``'s Launch)
+WAITING = {Kind.SPARE: "a spare launches nothing until node 0 gives it a left-out node's place",
+           Kind.LEFT_OUT: "a node left out launches nothing until node 0 gives it a place again",
+           Kind.OUT_FOR_GOOD: "a node out for good launches nothing again"}
+
+
+def _spare_plan(settings, plan, config, partial, waits=WAITING[Kind.SPARE]):
     """A spare launches nothing until node 0 gives it a left-out node's place; then it runs as that node's rank
     among the training nodes. Its plan shows that launch (``--nnodes`` the training nodes, their world size),
     not the identity plan's node count of nodes + spares, which no generation runs (walk5 W3); the rank is the
@@ -194,7 +210,7 @@ def _spare_plan(settings, plan, config, partial):
     rank = config.slots - 1
     then = derived(settings, "the training nodes (the spare's container count, nodes + spares, is only its "
                    "check-in's)", nnodes=config.slots)
-    then = with_flags(then, f"a left-out node's rank, once this spare takes its place (shown: {rank})",
+    then = with_flags(then, f"a left-out node's rank, once this node takes its place (shown: {rank})",
                       node_rank=rank)
     own = plan.topology.nproc_per_node if plan.topology is not None else None
     from ..world import from_a_line
@@ -207,6 +223,6 @@ def _spare_plan(settings, plan, config, partial):
     shown.role, shown.exchange, shown.warnings = plan.role, plan.exchange, plan.warnings  # it checks in as itself
     shown.topology.platform = plan.topology.platform  # what told its identity, not "flags"
     shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
-    shown.launch.notes.insert(0, f"a spare launches nothing until node 0 gives it a left-out node's place; then it "
-                                 f"runs this as that node's rank among the {config.slots} training node(s)")
+    then = f"; then it runs this as that node's rank among the {config.slots} training node(s)"
+    shown.launch.notes.insert(0, waits + ("" if waits == WAITING[Kind.OUT_FOR_GOOD] else then))
     return shown

@@ -54,6 +54,26 @@ def derived(settings, why, **flags):
     return copy
 
 
+def generation_settings(settings, book, identity, topo):
+    """The settings node ``identity`` launches the book's generation with (node 0's decision): its rank among the
+    members, their count, the rendezvous host where node 0's slot went to a spare, and the slots of its own
+    hostfile line (``topo``: the plan it checked in with). The one way a start and ``--explain`` on a running
+    job's node read a generation (walk17b B6: --explain planned every container)."""
+    from ..world import from_a_line
+
+    flags = {"node_rank": book.rank_of(identity), "nnodes": len(book.members)}
+    if book.rendezvous() != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
+        flags["master_addr"] = book.master
+    # a fixed-size job of its members: derived sets NODEWEAVE_NNODES too (an elastic spec's MIN:MAX would be a
+    # claim the flag overrides, with a warning every generation, and the ranks would read a range)
+    copy = derived(settings, f"generation {book.generation}'s members (node 0's decision)", **flags)
+    own = topo.nproc_per_node
+    if from_a_line(own.source):  # its own line's slots, as it checked in with: a spare taking rank 1's
+        # place read line 2's from a rank given (fix13d: a slots=2 spare ran 1 process, the world one short)
+        copy = with_flags(copy, f"this node's own line ({own.source})", nproc_per_node=own.value)
+    return copy
+
+
 def identity_settings(settings):
     """The settings a node checks in with: with spares, the job's containers are nodes + spares."""
     spares = settings.get("spares", 0) or 0

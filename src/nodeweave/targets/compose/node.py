@@ -26,7 +26,7 @@ from nodeweave.resolve import Resolved
 PREAMBLE = (
     "#\n"
     "# One copy runs on every host of the job. Copy compose/.env.example to compose/.env on each\n"
-    "# host and set NODE_RANK (0 on the master host, 1 to N-1 on the others) and MASTER_ADDR,\n"
+    "# host and set NODE_RANK ({ranks}) and MASTER_ADDR,\n"
     "# then run `docker compose -f compose/node.yaml up` (or podman-compose) on all of them.\n"
 )
 PREAMBLE_HOSTS = (
@@ -35,7 +35,7 @@ PREAMBLE_HOSTS = (
     "# (node 0, the master, first) by its own name or address. Run `docker compose -f compose/node.yaml up`\n"
     "# (or podman-compose) on all of them.\n"
 )
-RANK_MISSING = "NODE_RANK must be set: 0 on the master host, 1 to N-1 on the others (see compose/.env.example)"
+RANK_MISSING = "NODE_RANK must be set: {ranks} (see compose/.env.example)"
 MASTER_MISSING = "MASTER_ADDR must be set: the master host's address on the training network (see compose/.env.example)"
 SERVICE = "node"
 # docker and podman refuse a --device path that does not exist: only an RDMA spec lists it.
@@ -58,7 +58,7 @@ def _node_env(r: Resolved) -> Dict[str, str]:
     if r.spec.launcher.exchange:  # host network: the exchange listens on the training network's address, not on
         env["NODEWEAVE_EXCHANGE_BIND"] = "route"  # every NIC (with the exchange off nothing listens: refused there)
     if not r.spec.nodes.elastic and not r.spec.hosts:  # c10d, or the hosts list, hands out the ranks
-        env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING + "}"
+        env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING.format(ranks=rank_words(r)) + "}"
     return env
 
 
@@ -143,7 +143,7 @@ def render_node(r: Resolved) -> str:
         document["volumes"] = named_volumes(r)
     note = (f"# Node 0 serves Prometheus' /metrics on port {r.spec.metrics.port} of its host (the host network: "
             "nothing to publish;\n# docs/observability.md).\n") if r.spec.metrics.enabled else ""
-    return dump(document, (PREAMBLE_HOSTS if r.spec.hosts else PREAMBLE) + note)
+    return dump(document, (PREAMBLE_HOSTS if r.spec.hosts else PREAMBLE.format(ranks=rank_words(r))) + note)
 
 
 # Who reads the hosts list, as its header says: the compose file that mounts it, or (bare hosts, ``up --engine
@@ -159,7 +159,9 @@ HOSTS_READERS = {
 def render_hosts(r: Resolved, reader: str = "compose") -> str:
     """``compose/hosts`` (or, ``reader`` "bare", the copy bare hosts get): the spec's hosts, node 0 first, as the
     entrypoint's ``--hostfile`` reads them."""
-    header = ("# Rendered by nodeweave from the cluster spec (hosts): node 0, the master, first.\n"
+    spares, nodes = r.spec.recovery.spare_nodes, r.spec.nodes.max
+    last = f"; the spare host(s) last, ranks {_span(nodes, nodes + spares - 1)}" if spares else ""
+    header = (f"# Rendered by nodeweave from the cluster spec (hosts): node 0, the master, first{last}.\n"
               f"# {HOSTS_READERS[reader]};\n"
               "# each host finds its rank by its own name or address.\n")
     return header + "".join(f"{host}\n" for host in r.spec.hosts)
@@ -184,7 +186,7 @@ def render_env_example(r: Resolved) -> str:
             "",
         ]
     lines += [
-        f"# Node count (from the spec: {r.spec.nodes}) and rendezvous port (from the spec: {r.spec.launcher.master_port}).",
+        f"# {_count_words(r)} and rendezvous port (from the spec: {r.spec.launcher.master_port}).",
         f"NNODES={r.spec.nodes}",
         f"MASTER_PORT={r.spec.launcher.master_port}",
         "",
@@ -206,4 +208,26 @@ def render_env_example(r: Resolved) -> str:
 def _rank_lines(r: Resolved) -> List[str]:
     if r.spec.nodes.elastic:
         return [f"# Elastic job (nodes: {r.spec.nodes}): the c10d rendezvous assigns node ranks, so no NODE_RANK."]
-    return ["# 0 on the master host, 1 to N-1 on the others.", "NODE_RANK="]
+    return [f"# {rank_words(r)[0].upper()}{rank_words(r)[1:]}.", "NODE_RANK="]
+
+
+def _span(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first} to {last}"
+
+
+def rank_words(r: Resolved) -> str:
+    """Which NODE_RANK each host takes, as every per-host instruction says it: under recovery the spare hosts
+    take the ranks after the training nodes' (walk17b B3: "1 to N-1 on the others" never started the spare)."""
+    spares, nodes = r.spec.recovery.spare_nodes, r.spec.nodes.max
+    if not spares:
+        return "0 on the master host, 1 to N-1 on the others"
+    others = f", {_span(1, nodes - 1)} on the other training host(s)" if nodes > 1 else ""
+    return f"0 on the master host{others}, {_span(nodes, nodes + spares - 1)} on the spare host(s)"
+
+
+def _count_words(r: Resolved) -> str:
+    """NNODES's line: under recovery it is the training count, never the host count (the spares wait beside)."""
+    if not r.spec.recovery.spare_nodes:
+        return f"Node count (from the spec: {r.spec.nodes})"
+    return (f"Training node count (from the spec: {r.spec.nodes}; the {r.spec.recovery.spare_nodes} spare "
+            "host(s) not counted)")

@@ -65,7 +65,7 @@ class SlurmStep:
 
     def argv(self, request: RunRequest) -> List[str]:
         n = len(self.hosts)
-        variables = [f"{k}={v}" for k, v in (*self.env, *request.env.items())]
+        variables = [f"{k}={v}" for k, v in (*self.env, *request.variables().items())]
         return ["srun", f"--jobid={self.job}", f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1",
                 f"--nodelist={','.join(self.hosts)}", f"--job-name={self.name(request.run_id)}",
                 f"--chdir={self.workdir}", "--label", "--kill-on-bad-exit=0", "--input=none", *self.options,
