@@ -213,7 +213,9 @@ def numeric_refusal(message: str) -> str:
         return message
     option, value, bounds = found.groups()
     try:
-        value = f"{float(value):g}"
+        from nodeweave.cli.habits.coercion import plain_number
+
+        value = plain_number(value)
     except ValueError:
         pass
     accepted = _accepted_range(bounds)
