@@ -27,3 +27,39 @@ def test_number_ranges_are_said_in_numbers_a_user_types(tmp_path):
         done = nodeweave(tmp_path, *argv)
         line = one_line(done.stderr)
         assert done.returncode == 2 and said in line and "e+09" not in line, (argv, done.stderr)
+
+
+def test_every_whole_number_option_takes_plain_decimal_digits(tmp_path):
+    """walk17a A20: ``--nodes 0_1`` and ``--tail 0_1`` were read by int() as 1 (and ``--nodes 2_0`` said as 20),
+    ``+2`` and ``' 2'`` as 2, where --nproc-per-node and the spec refuse them: one rule for every count."""
+    (tmp_path / "nodeweave.yaml").write_text("name: digits\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\n"
+                                             "launcher: {script: train.py}\n")
+    for argv in (["run", "--nodes", "2_0", "--dry-run"], ["run", "--nodes", "0_1", "--dry-run"],
+                 ["run", "--nodes", "+2", "--dry-run"], ["run", "--nodes", " 2", "--dry-run"],
+                 ["logs", "--run", "last", "--tail", "0_1"], ["logs", "--run", "last", "--rank", "01"],
+                 ["bench", "--max-points", "+3", "--dry-run"], ["dashboard", "--port", "8_080"],
+                 ["top", "--interval", "1_0"]):
+        done = nodeweave(tmp_path, *argv)
+        value = [word for word in argv if word != "--dry-run"][-1]
+        line = one_line(done.stderr)
+        assert done.returncode == 2 and f"{value!r} is not accepted" in done.stderr, (argv, done.stderr)
+        assert "plain decimal digits" in line or "a number of seconds" in line, (argv, line)
+
+
+def test_size_units_are_read_one_way(tmp_path):
+    """walk17a A11: ``--sizes 1MB,1MiB`` was refused as one size given twice: ``MB`` (and ``m``) was read as MiB,
+    while the spec's ``500G`` is 10^9 bytes and --help said only "units K/M/G"; MB/GB and lower-case units are now
+    refused naming what is accepted, and --help says the units are powers of 1024."""
+    for typed, accepted in (("1MB", "1M or 1MiB (1048576 bytes"), ("1m", "1M or 1MiB"), ("2gb", "2G or 2GiB")):
+        done = nodeweave(tmp_path, "bench", "--ops", "all_reduce", "--sizes", f"{typed},4096", "--dry-run")
+        line = one_line(done.stderr)
+        assert done.returncode == 2 and f"--sizes: '{typed}' is not a size" in line and accepted in line, line
+    assert "powers of 1024" in one_line(nodeweave(tmp_path, "bench", "--help").stdout)
+
+
+def test_tables_in_a_pipe_end_their_lines_where_their_text_does(tmp_path):
+    """walk17a A2: ``status | head -1`` ended the title with 32 spaces, its padding to the table's width (every
+    verb's table is a ``tables.Table``; kubectl get prints none in a pipe)."""
+    done = nodeweave(tmp_path, "image", "variants")
+    assert done.returncode == 0 and "image variants" in done.stdout.splitlines()[0], done.stdout
+    assert [line for line in done.stdout.splitlines() if line != line.rstrip()] == [], done.stdout

@@ -182,6 +182,9 @@ class _Number:
             number = value
         elif not str(value).isascii():  # int('٣٠') is 30: the CLI's numbers are ASCII, as the spec's (walk13 A22)
             raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param)
+        elif (not _plain_int(str(value)) if self.kind is int else  # int() reads 2_0, +2, ' 2', 02 (walk17a A20)
+              "_" in str(value) or str(value) != str(value).strip()):  # float() reads 1_0 and ' 2' too
+            raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param)
         else:
             try:
                 number = self.kind(str(value).strip())
@@ -207,6 +210,13 @@ class _Number:
         bounds = [part for part in (f"x>={self.low}" if self.low is not None else "",
                                     f"x<={plain_number(high)}" if high is not None else "") if part]
         return f" in the range {' and '.join(bounds)}" if bounds else ""
+
+
+def _plain_int(text: str) -> bool:
+    """The one rule for a whole number typed to nodeweave, the spec's and --nproc-per-node's: plain decimal digits."""
+    from nodeweave.entrypoint.planning.contract import plain_int
+
+    return plain_int(text)
 
 
 SECONDS_MARK = "nodeweave_seconds"
