@@ -63,3 +63,15 @@ def test_tables_in_a_pipe_end_their_lines_where_their_text_does(tmp_path):
     done = nodeweave(tmp_path, "image", "variants")
     assert done.returncode == 0 and "image variants" in done.stdout.splitlines()[0], done.stdout
     assert [line for line in done.stdout.splitlines() if line != line.rstrip()] == [], done.stdout
+
+
+def test_an_empty_env_value_is_refused_as_an_empty_named_one(tmp_path):
+    """walk17a A30: ``FOO= run -e FOO`` was refused (an empty value never means anything) while ``-e "FOO=$UNSET"``,
+    the same empty value, was planned as ``env FOO=`` on every node: one answer, on every verb that takes -e."""
+    (tmp_path / "nodeweave.yaml").write_text("name: emptyenv\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\n"
+                                             "launcher: {script: train.py}\n")
+    for argv in (["run", "-e", "FOO=", "--dry-run"], ["exec", "-e", "FOO=", "--dry-run", "--", "true"]):
+        done = nodeweave(tmp_path, *argv)
+        line = one_line(done.stderr)
+        assert done.returncode == 2 and "--env FOO=: the value is empty" in line and "env FOO=" not in done.stdout, \
+            (argv, line)
