@@ -75,3 +75,45 @@ def test_an_empty_env_value_is_refused_as_an_empty_named_one(tmp_path):
         line = one_line(done.stderr)
         assert done.returncode == 2 and "--env FOO=: the value is empty" in line and "env FOO=" not in done.stdout, \
             (argv, line)
+
+
+def test_the_specs_seconds_fields_take_the_command_lines_durations(tmp_path):
+    """walk17a A26: ``launcher.stall_warn: 10m`` was refused ("e.g. 600 for 10m"), where ``--grace 5m`` and
+    ``--interval 30s`` are taken: every seconds field of the spec (each declared ``unit="seconds"``) takes them."""
+    from nodeweave.spec.loader import load_spec
+
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text("name: durations\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: t.py, "
+                    "stall_warn: 10m, stall_timeout: 1h30m, wait_timeout: 90s}\nkubernetes: {grace_period: 2m}\n")
+    loaded = load_spec(spec)
+    assert (loaded.launcher.stall_warn, loaded.launcher.stall_timeout, loaded.launcher.wait_timeout,
+            loaded.kubernetes.grace_period) == (600, 5400, 90, 120)
+    spec.write_text("name: durations\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: t.py, "
+                    "stall_warn: 25h}\n")
+    done = nodeweave(tmp_path, "validate")
+    assert done.returncode == 2 and "launcher.stall_warn: got '25h'" in done.stderr and "25h is 90000 seconds" in \
+        done.stderr, done.stderr
+
+
+def test_the_plural_hosts_is_answered_with_each_verbs_spelling_by_its_value(tmp_path):
+    """walk17a A28: ``hosts probe --hosts gpu01`` was offered --hosts-file (by spelling), which then could not read
+    a file gpu01: --hosts is answered with the verb's way to name a host, a comma list as repeated options, and
+    --hosts-file only where the value is a file."""
+    (tmp_path / "hostlist").write_text("gpu01\n")
+    for argv, meant in ((["hosts", "probe", "--hosts", "gpu01"], "did you mean --node gpu01?"),
+                        (["init", "--hosts", "gpu01,gpu02"], "did you mean --host gpu01 --host gpu02?"),
+                        (["check", "--hosts", "gpu01"], "did you mean --host gpu01?"),
+                        (["check", "--hosts", "hostlist"], "did you mean --hosts-file hostlist?")):
+        done = nodeweave(tmp_path, *argv)
+        line = one_line(done.stderr)
+        assert done.returncode == 2 and meant in line and "another tool's spelling" in line, (argv, line)
+
+
+def test_a_host_ssh_cannot_reach_is_one_exit_and_one_line_on_every_prober(tmp_path):
+    """walk17a A24: ``init --host nohost.invalid`` exited 1 quoting ssh's raw text and ``hosts probe`` 1 with a table
+    row, where sync (and status, run, up, check) say "ssh cannot reach HOST (name not resolved)" and exit 3."""
+    for argv in (["init", "--host", "nohost.invalid", "--out", "h.yaml"], ["hosts", "probe", "--node", "nohost.invalid"]):
+        done = nodeweave(tmp_path, *argv)
+        line = one_line(done.stderr)
+        assert done.returncode == 3 and "ssh cannot reach nohost.invalid (name not resolved)" in line, (argv, line)
+        assert "Could not resolve hostname" not in line, (argv, line)
