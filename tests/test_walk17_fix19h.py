@@ -38,7 +38,7 @@ def test_every_whole_number_option_takes_plain_decimal_digits(tmp_path):
                  ["run", "--nodes", "+2", "--dry-run"], ["run", "--nodes", " 2", "--dry-run"],
                  ["logs", "--run", "last", "--tail", "0_1"], ["logs", "--run", "last", "--rank", "01"],
                  ["bench", "--max-points", "+3", "--dry-run"], ["dashboard", "--port", "8_080"],
-                 ["top", "--interval", "1_0"]):
+                 ["top", "--interval", "1_0"], ["init", "--nodes", "02", "--dry-run"]):
         done = nodeweave(tmp_path, *argv)
         value = [word for word in argv if word != "--dry-run"][-1]
         line = one_line(done.stderr)
