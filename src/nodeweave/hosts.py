@@ -154,6 +154,7 @@ def unanswered(reports: "list", detail: bool = False) -> "Exception | None":
     """The one answer of every verb that probes hosts (``hosts probe``, ``init --host``) when some did not answer:
     the Kubernetes API cut off for every pod is said as such, exit 3, with how to pick another context (walk9 A8;
     walk10 A28: init said "pod:x: exit 1: couldn't get current server API group list", as if the pod were down);
+    hosts ssh never reached are said as every verb on bare hosts says them (``failures.ssh_cut_off``), exit 3;
     else ``N of M host(s) did not answer``, exit 1, with each host's error where ``detail`` (none printed them
     before). None: every host answered."""
     from nodeweave.errors import NodeweaveError
@@ -165,6 +166,13 @@ def unanswered(reports: "list", detail: bool = False) -> "Exception | None":
         return cut_off
     if not bad:
         return None
+    from nodeweave.failures import ssh_cut_off
+
+    unreached = ssh_cut_off([(r.target.host, r.error or "") for r in bad], "nothing probed on",
+                            getattr(bad[0].target.options, "ssh_options", ())) \
+        if all(r.target.kind.startswith("ssh") for r in bad) else None
+    if unreached is not None:  # as sync, status, run ... say it: exit 3, one line (walk17a A24)
+        return unreached
     named = "; ".join(f"{r.target.label}: {r.error}" for r in bad) if detail else ranges(r.target.label for r in bad)
     return NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: {named}")
 

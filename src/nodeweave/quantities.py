@@ -67,6 +67,8 @@ def human_bytes(count: int) -> str:
 _DURATION_PART = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)([hms])"  # ASCII digits: \d takes '٣' (walk13 A22)
 DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+# A duration's spellings, for a field or option that also takes plain seconds (the spec's seconds fields).
+DURATION_UNITS = "a duration with a unit, s, m or h (30s, 10m, 1h30m)"
 
 
 def seconds(text: str) -> "float | None":

@@ -22,10 +22,14 @@ DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half":
 # users look at; a CPU (gloo) run stops where memory and time stay small.
 DEFAULT_SIZES = {"nccl": "1K:1G", "gloo": "1K:64M"}
 
+# Units as nccl-tests' -b/-e read them, powers of 1024, upper case; KiB/MiB (and the spec's Ki/Mi) say so. MB, GB
+# and lower-case m/g are refused, naming these (walk17a A11: 1MB was read as 1 MiB, while the spec's 500M is 10^9).
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(I?B)?\s*$", re.IGNORECASE)  # ASCII digits (walk13 A22)
+_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*(?:([KMGT])(?:i|iB)?|B)?\s*$")  # ASCII digits (walk13 A22)
+_ANY_UNIT_RE = re.compile(r"^\s*([0-9]+)\s*([a-zA-Z]+)\s*$")
 _SIZES_HELP = ("a range MIN:MAX[:FACTOR] (e.g. 1K:1G, 1M:256M:4) or a comma list "
-               "(e.g. 256M,1G); units B, K, M, G (powers of 1024)")
+               "(e.g. 256M,1G); units K, M, G, T (powers of 1024, as nccl-tests: 1M is 1048576 bytes; also "
+               "written KiB, MiB, GiB) or none (bytes)")
 
 
 def busbw_factor(op: str, nranks: int) -> float:
@@ -49,8 +53,16 @@ def parse_size(text: str, flag: str = "--sizes") -> int:
     """One size such as ``256M``, ``1GiB`` or ``4096`` in bytes."""
     match = _SIZE_RE.match(text)
     if not match:
+        unit = _ANY_UNIT_RE.match(text)
+        if unit and unit.group(2).upper().rstrip("B").rstrip("I") in ("K", "M", "G", "T"):
+            number, letter = unit.group(1), unit.group(2).upper()[0]
+            raise UsageError(f"{flag}: {text!r} is not a size: the unit {unit.group(2)!r} is read two ways "
+                             f"(powers of 1000 by some tools, of 1024 by others); accepted: {number}{letter} or {number}{letter}iB "
+                             f"({int(number) * _UNITS[letter]} bytes: units are powers of 1024), or a number of "
+                             f"bytes ({number}{'000' * 'KMGT'.index(letter) + '000'} for {number} x 10^"
+                             f"{3 * ('KMGT'.index(letter) + 1)})")
         raise UsageError(f"{flag}: {text!r} is not a size; expected {_SIZES_HELP}")
-    value = int(match.group(1)) * _UNITS[match.group(2).upper()]
+    value = int(match.group(1)) * _UNITS[match.group(2) or ""]
     if value <= 0:
         raise UsageError(f"{flag}: size {text!r} must be positive; expected {_SIZES_HELP}")
     return value

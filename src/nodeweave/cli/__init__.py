@@ -191,6 +191,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 _OUT_OF_RANGE = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: (.+?) is not in the range (.+)$", re.I)
 _NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid "
                            r"(integer|float|number|finite number|duration)(?: in the range (.+))?$", re.I)
+# What every whole-number option takes, the spec's rule (spec/nodes.py, contract.plain_int): walk17a A20.
+INTEGER_WORDS = "a whole number in plain decimal digits (not 02, +2, 2_0 or ' 2')"
 _BOUNDS = {">=": "{} or more", ">": "more than {}", "<=": "at most {}", "<": "less than {}"}
 
 
@@ -203,7 +205,7 @@ def numeric_refusal(message: str) -> str:
         option, value, label, bounds = found.groups()
         from nodeweave.quantities import DURATION_WORDS
 
-        kind = {"integer": "a whole number", "finite number": "a finite number",
+        kind = {"integer": INTEGER_WORDS, "finite number": "a finite number",
                 "duration": DURATION_WORDS}.get(label.lower(), "a number")
         accepted = _accepted_range(bounds) if bounds else None
         shown = value if label.lower() == "finite number" else repr(value)  # nan, inf: numbers, written as numbers
@@ -213,7 +215,9 @@ def numeric_refusal(message: str) -> str:
         return message
     option, value, bounds = found.groups()
     try:
-        value = f"{float(value):g}"
+        from nodeweave.cli.habits.coercion import plain_number
+
+        value = plain_number(value)
     except ValueError:
         pass
     accepted = _accepted_range(bounds)

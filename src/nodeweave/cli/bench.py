@@ -45,7 +45,7 @@ def default_json_path(parent: Path) -> Path:
 def bench(
     ctx: typer.Context,
     sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
-                                        "(default 1K:1G on GPUs, 1K:64M on CPU)"),
+                                        "(powers of 1024, as nccl-tests: 1M is 1 MiB; MB is refused) (default 1K:1G on GPUs, 1K:64M on CPU)"),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
                             autocompletion=complete_comma_list("all_reduce", "all_gather", "reduce_scatter", alone=("all",)),
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),

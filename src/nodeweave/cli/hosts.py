@@ -101,14 +101,15 @@ def probe_command(
                "node": r.node} for r in reports], fmt)
     else:
         console.print(_table(reports))
-    for r in reports:
-        if r.error:
-            typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
-    if hostfile is not None:
-        _write(hostfile, reports, force, vendor)
     from nodeweave.hosts import unanswered
 
     problem = unanswered(reports)  # one cause, said once, exit 3 (walk9 A8); init --host says it alike
+    said_once = problem is not None and str(problem).startswith("nothing probed on")  # hosts ssh never reached
+    for r in reports:
+        if r.error and not (said_once and r.status in ("unreachable", "error")):
+            typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
+    if hostfile is not None:
+        _write(hostfile, reports, force, vendor)
     if problem is not None:
         raise problem
 

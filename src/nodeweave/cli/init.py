@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from nodeweave.entrypoint.planning.contract import digits  # ASCII digits only (walk13 A22)
+from nodeweave.entrypoint.planning.contract import plain_int  # ASCII digits only (walk13 A22), no 02/+2 (walk17a A20)
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import KUBE_CONTEXT
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option
@@ -508,12 +508,13 @@ def replacement(path: Path, script: str, force: bool, out_named: str):
 def node_count(text) -> int:
     """--nodes: a count, 1 to 2048; ``2:4`` (the spec's elastic MIN:MAX) is pointed at the spec (walk2, row U9: it
     was "'2:4' is not a valid integer")."""
-    text = str(text).strip()
+    text = str(text)
     if ":" in text:
         raise UsageError(f"--nodes {text!r}: init takes a count (1 to 2048); for an elastic job write nodes: "
-                         f"\"{text}\" in the spec it writes")
-    if not digits(text) or not 1 <= int(text) <= 2048:
-        raise UsageError(f"--nodes {text!r} is not accepted: a whole number of nodes, 1 to 2048")
+                         f"\"{text.strip()}\" in the spec it writes")
+    if not plain_int(text) or not 1 <= int(text) <= 2048:  # 02, +2, ' 2' as every count (walk17a A20)
+        raise UsageError(f"--nodes {text!r} is not accepted: a whole number of nodes, 1 to 2048, in plain decimal "
+                         "digits")
     return int(text)
 
 

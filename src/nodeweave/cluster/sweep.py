@@ -89,7 +89,7 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
 
 def parse_env(options: Sequence[str], option: str = "--env", run: bool = False) -> Tuple[Dict[str, str], "Hidden"]:
     """``-e`` of `run` and `exec`, as docker takes it: ``VAR=VALUE``, or ``VAR`` alone for this shell's value of VAR
-    (unset or empty is refused: an empty value never means anything). (the variables, a value hidden as its
+    (unset or empty is refused: an empty value never means anything, nor is ``VAR=`` taken). (the variables, a value hidden as its
     placeholder; the hidden values). Hidden (``nodeweave.hidden``, walk8 A31): every value given by name, shown as
     ``$VAR``, and a secret-looking name's value given written out (``env_looks_secret``, as the spec's env is
     judged), shown as ``***``: neither is written in the plan, ``-o json`` or a record, and a local engine's exec
@@ -104,6 +104,10 @@ def parse_env(options: Sequence[str], option: str = "--env", run: bool = False) 
     for text in options:
         if "=" in text or not VARIABLE.match(text):
             name, value = parse_assignment(text, option, run=run)
+            if value == "":  # `-e HF_TOKEN=$HF_TOKEN` with it unset: refused as `-e HF_TOKEN` is (walk17a A30)
+                raise UsageError(f"{option} {name}=: the value is empty (an unset ${name} in this shell?), and an empty "
+                                 f"value never means anything, as `{option} {name}` with {name} empty is refused; "
+                                 f"give {option} {name}=VALUE, or leave it off")
             if env_looks_secret(name) and value:  # an empty one hides nothing, and is noted (assignment_notes)
                 found[name], values[name] = secret_placeholder(name, by_name=False), value
             else:
@@ -256,7 +260,7 @@ def point_words(point: Dict[str, str]) -> str:
 
 def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], runs: bool = True) -> List[str]:
     """What a ``--sweep``/``-e`` taken as written may not mean (walk8 A18): a value starting with ``=`` (``A==1``
-    sets A to ``=1`` on every node: a doubled ``=``?), an empty ``-e`` value (``-e A=$UNSET``, walk13 A20) and, for
+    sets A to ``=1`` on every node: a doubled ``=``?) and, for
     ``runs`` (`nodeweave run`), a sweep of one point (one run, as ``-e`` makes it), and a swept name that looks like a secret, its values written out (as the spec's
     env is judged; a ``-e`` one is hidden: ``parse_env``, ``hidden_notes``). The one judge of run's and bench's
     --sweep and of run's and exec's -e."""
@@ -270,10 +274,6 @@ def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], r
               for name, values in sweeps for value in values if ASSIGNMENT.match(value)]
     found += [f"-e {name}={value}: {second_variable(name, value, '-e')}" for name, value in env.items()
               if any(ASSIGNMENT.match(word) for word in value.split()[1:])]
-    # walk13 A20: `-e HF_TOKEN=$HF_TOKEN` with the variable unset reaches nodeweave as `HF_TOKEN=`, which sets it
-    # empty on every node, while `-e HF_TOKEN` alone refuses an unset one (parse_env) and --sweep an empty value
-    found += [f"-e {name}= sets {name} empty on every node: an unset ${name} in this shell? `-e {name}` takes this "
-              "shell's value and refuses an unset or empty one" for name, value in env.items() if value == ""]
     from nodeweave.spec.sections.job import ENV_SECRET_HINT, env_looks_secret
 
     # walk8 A31: a secret-looking -e is hidden (parse_env; how it travels: hidden_notes); a swept one is written

@@ -177,11 +177,14 @@ class Reader:
         if accepted is not None:
             bounds = accepted
         if unit == "seconds":
-            from nodeweave.entrypoint.planning.contract import as_seconds
+            from nodeweave.quantities import DURATION_UNITS
 
-            converted = as_seconds(getattr(node, "value", "")) if isinstance(node, ScalarNode) else None
-            bounds += f", in seconds (e.g. {converted} for {node.value.strip()})" if converted is not None else \
-                ", in seconds"
+            bounds += f", in seconds, or {DURATION_UNITS}"
+            spelt = self.duration(node)
+            if spelt is not None:  # `stall_warn: 10m`, as the command line's seconds take it (walk17a A26)
+                if spelt < low or (high is not None and spelt > high):
+                    raise self.bad_value(node, path, f"{bounds} ({node.value} is {spelt} seconds)")
+                return spelt
         self.refuse_quoted(node, path, bounds)
         self.refuse_unplain_int(node, path, bounds)
         if not self.is_int(node):
@@ -193,6 +196,19 @@ class Reader:
         if value < low or (high is not None and value > high):
             raise self.bad_value(node, path, bounds)
         return value
+
+    @staticmethod
+    def duration(node: Node) -> Optional[int]:
+        """A seconds field written as a duration with a unit (``30s``, ``10m``, ``1h30m``), as the command line's
+        seconds take it (``quantities.seconds``), in whole seconds; None for anything else (a plain number is read
+        as an integer, by the integer rules)."""
+        from nodeweave.quantities import seconds
+
+        if not isinstance(node, ScalarNode) or node.tag != _STR or node.value != node.value.strip() or \
+                not node.value[-1:].isalpha():
+            return None
+        number = seconds(node.value)
+        return int(number) if number is not None and number == int(number) else None
 
     def boolean(self, node: Node, path: str) -> bool:
         """The entrypoint's switch words (``switch.SWITCH_WORDS``: true/false, on/off, 1/0, any case), one rule for

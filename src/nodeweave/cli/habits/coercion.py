@@ -161,6 +161,15 @@ def _flag(param) -> str:
 FLOAT_CEILING = 1e9  # about 31 years in seconds
 
 
+def plain_number(number) -> str:
+    """A number as a user types it: ``1000000000``, ``0.2``, ``-3`` (walk17a A6: a range said as ``0.2 to 1e+09``,
+    Python's float repr, a number no one typed); only a number past 15 digits keeps an exponent (``1e+300``)."""
+    number = float(number)
+    if math.isfinite(number) and number == int(number) and abs(number) < 1e15:
+        return str(int(number))
+    return f"{number:g}" if "e" in f"{number:g}" else repr(number)
+
+
 @dataclass(frozen=True)
 class _Number:
     kind: Any
@@ -173,6 +182,9 @@ class _Number:
             number = value
         elif not str(value).isascii():  # int('٣٠') is 30: the CLI's numbers are ASCII, as the spec's (walk13 A22)
             raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param)
+        elif (not _plain_int(str(value)) if self.kind is int else  # int() reads 2_0, +2, ' 2', 02 (walk17a A20)
+              "_" in str(value) or str(value) != str(value).strip()):  # float() reads 1_0 and ' 2' too
+            raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param)
         else:
             try:
                 number = self.kind(str(value).strip())
@@ -184,7 +196,7 @@ class _Number:
             number = self.kind(0)  # `-0` is 0, and is shown so
         high = self._high()
         if (self.low is not None and number < self.low) or (high is not None and number > high):
-            raise BadParameter(f"{number:g} is not{self._within()}" if self.kind is float else
+            raise BadParameter(f"{plain_number(number)} is not{self._within()}" if self.kind is float else
                                f"{number} is not{self._within()}", ctx=ctx, param=param)
         return number
 
@@ -196,8 +208,15 @@ class _Number:
     def _within(self) -> str:
         high = self._high()
         bounds = [part for part in (f"x>={self.low}" if self.low is not None else "",
-                                    f"x<={high:g}" if high is not None else "") if part]
+                                    f"x<={plain_number(high)}" if high is not None else "") if part]
         return f" in the range {' and '.join(bounds)}" if bounds else ""
+
+
+def _plain_int(text: str) -> bool:
+    """The one rule for a whole number typed to nodeweave, the spec's and --nproc-per-node's: plain decimal digits."""
+    from nodeweave.entrypoint.planning.contract import plain_int
+
+    return plain_int(text)
 
 
 SECONDS_MARK = "nodeweave_seconds"

@@ -106,6 +106,9 @@ ELSEWHERE: Dict["tuple[str, str]", str] = {
 # check take --host (and, but init, --hosts-file); hosts probe names its hosts with --node, as every verb names a
 # node. One typed on a verb that spells them otherwise, or a near typo of one (--hots), gets that verb's spelling.
 HOST_SPELLINGS: Dict[str, str] = {"--host": "--host HOST", "--node": "--node HOST", "--hosts-file": "--hosts-file FILE"}
+# Other tools' plural (walk17a A28: `--hosts gpu01` was offered --hosts-file, by spelling): answered by its value,
+# the verb's way to name a host, each of a comma list its own option, or --hosts-file where the value is a file.
+HOSTS_HABITS = ("--hosts",)
 
 
 def verb_hint(group: str, typed: str) -> str:
@@ -120,7 +123,7 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     name = typed.partition("=")[0]
     if (command.name, name) in ELSEWHERE:
         return f" ({name} is another tool's habit: nodeweave's word for it: {ELSEWHERE[(command.name, name)]})"
-    sibling = host_spelling(command, name)
+    sibling = host_spelling(command, name, args)
     if sibling:
         return sibling
     if name not in OPTIONS:
@@ -135,12 +138,15 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     return f" (did you mean {ours}{' ' + value if value else ''}? {ours} is {habit})"
 
 
-def host_spelling(command, typed: str) -> str:
+def host_spelling(command, typed: str, args: Sequence[str] = ()) -> str:
     """" (did you mean --node? ...)" for another verb's spelling of the hosts (:data:`HOST_SPELLINGS`), or a near
-    typo of one, typed on ``command``, which spells them otherwise; else ""."""
+    typo of one, or another tool's (:data:`HOSTS_HABITS`), typed on ``command``, which spells them otherwise; else
+    ""."""
     from nodeweave.cli.habits.nearby import close_options
 
     mine = [flag for param in command.params for flag in getattr(param, "opts", ())]
+    if typed in HOSTS_HABITS:
+        return _hosts_habit(typed, [flag for flag in HOST_SPELLINGS if flag in mine], _value_after(list(args), typed))
     others = [flag for flag in HOST_SPELLINGS if flag not in mine]
     if typed not in others and close_options(typed, [flag for flag in mine if flag.startswith("--")]):
         return ""  # a typo of this verb's own option: click names it (init --node is no typo of --nodes)
@@ -151,6 +157,24 @@ def host_spelling(command, typed: str) -> str:
     said = " or ".join(HOST_SPELLINGS[flag] for flag in ours)
     return (f" (did you mean {ours[0]}? this verb names its hosts with {said} (repeat {ours[0]}, node 0 first); "
             f"{meant} is another verb's spelling of them)")
+
+
+def _hosts_habit(typed: str, ours: List[str], value: str) -> str:
+    """The verb's own spelling of ``typed VALUE`` (``--hosts a,b``): ``--host a --host b`` (or ``--node``), or
+    ``--hosts-file VALUE`` where VALUE is a file; "" where the verb names no hosts."""
+    import os
+
+    if not ours:
+        return ""
+    said = " or ".join(HOST_SPELLINGS[flag] for flag in ours)
+    named = [flag for flag in ours if flag != "--hosts-file"]
+    if "--hosts-file" in ours and (not named or (value and os.path.isfile(value))):
+        return (f" (did you mean --hosts-file {value or 'FILE'}? this verb names its hosts with {said}; {typed} is "
+                "another tool's spelling of them)")
+    hosts = [word for word in value.split(",") if word] if value else []
+    meant = " ".join(f"{named[0]} {host}" for host in hosts) or f"{named[0]} HOST"
+    return (f" (did you mean {meant}? this verb names its hosts with {said} (repeat {named[0]}, node 0 first); "
+            f"{typed} is another tool's spelling of them)")
 
 
 def _refused_as(ours: str, value: str) -> str:
