@@ -170,17 +170,19 @@ def _store_holding(team, folder: str, owner: str, monkeypatch) -> None:
 def test_a_build_marks_its_folder_and_names_another_folders_image_at_its_tag(capsys, team, monkeypatch):
     from nodeweave.cluster.identity import JobMark
 
-    _store_holding(team, "/elsewhere/b", "0123456789ab", monkeypatch)
+    other = team.parent / "b"  # a folder still here (a gone one's tag is replaced: tests/test_walk16_fix18b.py)
+    other.mkdir()
+    _store_holding(team, str(other), "0123456789ab", monkeypatch)
     code, out, err = run_cli(capsys, "image", "build", "--dry-run")  # refused without --force (walk16 A4)
-    assert code == 2 and "holds the image built from /elsewhere/b" in err and "--force to replace it" in err, err
+    assert code == 2 and f"holds the image built from {other}" in err and "--force to replace it" in err, err
     code, out, err = run_cli(capsys, "image", "build", "--dry-run", "--force")
     assert code == 0, err
     assert f"--label io.nodeweave.image.owner={JobMark.of(team, 'team').owner}" in out
     assert f"--label io.nodeweave.image.folder={team.resolve()}" in out
     assert "--label io.nodeweave.owner=" not in out  # a container run from it by hand is no `up`'s (CI stop 50)
-    assert "now holds the image built from /elsewhere/b" in out + err
+    assert f"now holds the image built from {other}" in out + err
     code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")  # refused: another folder's code (walk16 A4)
-    assert code == 3 and "was built from /elsewhere/b, not this folder" in out + err, out + err
+    assert code == 3 and f"was built from {other}, not this folder" in out + err, out + err
 
 
 def test_this_folders_own_image_is_not_said(capsys, team, monkeypatch):
