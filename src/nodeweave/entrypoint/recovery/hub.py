@@ -264,12 +264,18 @@ class HubSide:
         spare or left-out node arriving late, or back after node 0 counted it gone (it waits). ``running``:
         whether the generation runs on (``ahead``)."""
         def admit(peer):
+            nonlocal book
             node = peer.fp.get("rank")
             if ahead(peer, book, running()):
                 return False
             apart = self._apart(hub, peer)
             if apart is not None:  # judged now, against node 0's, and turned away alone: never let in to refuse
                 return apart       # the whole job at the next regather (walk13b B10)
+            late = decide.joined(book, node)
+            if late is not book:  # a late spare: a spare in the book --status and /metrics read (walk17b B11)
+                book = late
+                hub.verdict = dict(hub.verdict or verdict, recovery=book.to_json(public=True))
+                self.gens.keep(decide.kept_by(book, 0))
             peer.role = book.role_of(node).value
             return dict(verdict, recovery=book.to_json(public=True))
         return admit
