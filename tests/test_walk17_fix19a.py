@@ -23,9 +23,18 @@ def test_a_non_members_loss_and_return_never_end_the_generation(tmp_path):
         wait_for_step(nodes[0], 3)
         os.kill(nodes[2].proc.pid, signal.SIGSTOP)
         time.sleep(13)
+        gone = _status(nodes[0], tmp_path)
         os.kill(nodes[2].proc.pid, signal.SIGCONT)
+        until = time.monotonic() + 30
+        while "joined the job as a spare" not in nodes[0].text() and time.monotonic() < until:
+            time.sleep(0.2)
+        back = _status(nodes[0], tmp_path)
     finally:
         codes = finish(nodes)
+    # counted gone while silent (lost, not failed: one spare fewer), one row again once back
+    assert [(n["fp"]["rank"], n["state"].split(":")[0]) for n in gone["nodes"]][2] == (2, "lost"), gone["nodes"]
+    assert [(n["fp"]["rank"], n["state"]) for n in back["nodes"]][1:] == [(1, "running"), (2, "spare (waiting)")], \
+        back["nodes"]
     assert codes == [0, 0, 0], [node.text() for node in nodes]
     record = json.loads(job_record(tmp_path / "n0").read_text())
     assert (record["generation"], record["restarts"], record["history"]) == (0, 0, []), record
@@ -34,6 +43,20 @@ def test_a_non_members_loss_and_return_never_end_the_generation(tmp_path):
     assert "generation 0 ended" not in hub and "killed" not in hub, hub
     assert "joined the job as a spare" in hub, hub
     assert nodes[2].text().count("generation 0: this node is a spare") == 2, nodes[2].text()
+
+
+def _status(node, tmp_path):
+    """``--status`` asked of the job ``node`` (node 0, started by ``recovery_harness.start``) runs."""
+    import subprocess
+
+    from recovery_harness import ENTRY
+
+    argv, env, cwd = node.how
+    port = argv[argv.index("--master-port") + 1]
+    out = subprocess.run([*ENTRY, "--status", "--master-addr", "127.0.0.1", "--master-port", port], cwd=cwd,
+                         env=dict(env, TMPDIR=str(tmp_path)), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
 
 
 def test_a_late_spare_is_a_spare_waiting_in_every_view(tmp_path):

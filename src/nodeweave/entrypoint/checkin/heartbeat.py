@@ -672,6 +672,9 @@ class HubWatch(HubStall, Watch):
         if not self.hub.tell([peer], verdict) and verdict["decision"] == "start":
             peer.role = peer.role or "member"  # recovery's admit gave it the book's role; elastic: a member
             peer.last_heard = self.clock()
+            rank = (peer.fp or {}).get("rank")
+            for old in [p for p in self.hub.peers if p.done is not None and (p.fp or {}).get("rank") == rank]:
+                self.hub.peers.remove(old)  # a node back after node 0 counted it gone: one row, its new one
             self.hub.peers.append(peer)
             self.hub.board.watch(peer)
             self.log(f"{_label(peer)} {JOINED.get(peer.role, JOINED['member'])}")
