@@ -535,9 +535,12 @@ class HubWatch(HubStall, Watch):
             self._note_pause(self.clock())  # before reading: the nodes that closed meanwhile did so for its silence
             if accept:
                 self._accept()
+            # split before reading: a late node's hello read now is not also read as a beat of a node in the job
+            # (walk17b B14: a spare turned away here was read again, its closed link taken for a member's loss)
+            known = [p for p in ready if p.fp is not None]
             for peer in [p for p in ready if p.fp is None]:  # a `--status` or a late node: before the beats
                 self._late(peer)
-            for count, peer in enumerate(p for p in ready if p.fp is not None):
+            for count, peer in enumerate(known):
                 if count and count % DOOR_EVERY == 0:
                     self._front_door()
                 if peer.done is None:
@@ -633,6 +636,7 @@ class HubWatch(HubStall, Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
+        peer.role = None  # no place in the job until judged (``_judge_late``): its loss meanwhile is no member's
         if self.turn_away is not None and self.turn_away(peer) and self._twin(peer) is None:  # it tries again
             self.hub.board.forget(peer)
             peer.channel.close()
@@ -666,7 +670,11 @@ class HubWatch(HubStall, Watch):
             verdict = turned_away(peer, self.hub.peers)
             self.log(f"check-in: {verdict['problems'][0]['nodes'][0]} turned away: {verdict['problems'][0]['says']}")
         if not self.hub.tell([peer], verdict) and verdict["decision"] == "start":
+            peer.role = peer.role or "member"  # recovery's admit gave it the book's role; elastic: a member
             peer.last_heard = self.clock()
+            rank = (peer.fp or {}).get("rank")
+            for old in [p for p in self.hub.peers if p.done is not None and (p.fp or {}).get("rank") == rank]:
+                self.hub.peers.remove(old)  # a node back after node 0 counted it gone: one row, its new one
             self.hub.peers.append(peer)
             self.hub.board.watch(peer)
             self.log(f"{_label(peer)} {JOINED.get(peer.role, JOINED['member'])}")
@@ -728,9 +736,13 @@ class HubWatch(HubStall, Watch):
         peer.done = dict(report, lost=self.failure is None or not peer.stopping)
         self.hub.board.forget(peer)
         peer.channel.close()
+        if peer.role is None:  # a node still checking in, or turned away: not in the job, nothing to say
+            return None
         if peer.role != "member":  # a spare or a left-out node: nothing to stop
             if self.failure is None:  # after a failure a spare closes too, to check in for the next generation
-                self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
+                fewer = "one spare fewer" if peer.role == "spare" else "it held no place"
+                self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}; {fewer}, training goes on "
+                         "(it may check in again)")
             return None
         if self.failure is None:  # after a failure, closing is what the stopped nodes do: no evidence
             self._heard(peer, Cause.LOST, report)

@@ -13,14 +13,18 @@ WORST = 16         # nodes, and ranks, a summary names
 def ended_state(done):
     """A node's state once it ended (its report ``done``), in words: ``finished ...``, ``stopped: ...`` for one sent a
     stop signal on purpose (walk12b B18: a left-out node stopped by SIGTERM while it waited was counted
-    ``failed``, node 0's own line saying "was stopped"), else ``failed: ...``; the state's first word is its count's
-    key (``nodes_summary``) and /metrics' ``state`` label (``metrics.collect``)."""
+    ``failed``, node 0's own line saying "was stopped"), ``lost: ...`` for one node 0 counted gone, else
+    ``failed: ...``; the state's first word is its count's key (``nodes_summary``) and /metrics' ``state`` label
+    (``metrics.collect``)."""
     how = done.get("how")
     if done.get("code") == 0:
         return f"finished {how}"
     from ..news import stop_sent
 
-    return f"stopped: {how}" if stop_sent(done) else f"failed: {how}"
+    if stop_sent(done):
+        return f"stopped: {how}"
+    # node 0 counted it gone (silent, its link closed): /metrics' word too (walk17b B14: a spare paused was "failed")
+    return f"lost: {how}" if done.get("lost") else f"failed: {how}"
 
 
 def _node_badness(node):

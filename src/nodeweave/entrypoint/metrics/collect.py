@@ -89,7 +89,7 @@ def families(live, now=None):
     family("nodeweave_nodes_left_out", "gauge", "Nodes recovery left out of the current generation.",
            [(jobwide, len(left_out_now(book)))])
     family("nodeweave_spares_waiting", "gauge", "Spare nodes waiting to take a left-out node's place.",
-           [(jobwide, len(book.get("spares") or []))])
+           [(jobwide, spares_waiting(book, watch))])
     family("nodeweave_training_nodes", "gauge", "Nodes training in the current generation.",
            [(jobwide, len(book.get("members") or []) if book else (len(watch.hub.peers) + 1 if watch else 0))])
 
@@ -254,6 +254,17 @@ def _in_words(state):
     from ..stall.ranks import STATES
 
     return STATES.get(state, state)
+
+
+def spares_waiting(book, watch):
+    """The book's spares that wait now: node 0 itself, or a node checked in and beating (``news.waiting``). A spare
+    node 0 counted gone is one spare fewer until it checks in again (walk17b B14)."""
+    spares = book.get("spares") or []
+    if watch is None:
+        return len(spares)
+    here = {(peer.fp or {}).get("rank") for peer in list(watch.hub.peers) if waiting(peer) == "spare (waiting)"}
+    here.add((watch.hub.own_fp or {}).get("rank", 0))
+    return len([node for node in spares if node in here])
 
 
 def hub_role(live, rank):

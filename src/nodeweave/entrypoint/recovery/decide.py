@@ -34,7 +34,8 @@ from ..nodelists import ranges
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
-__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "judged", "ended", "after_fault", "unreachable", "job_error",
+__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "joined", "judged", "ended", "after_fault", "unreachable",
+           "job_error",
            "shared_error", "repeated", "announced", "closed", "finished", "kept_by", "role")
 
 
@@ -79,6 +80,15 @@ def came_back(kept, after, present, step, limits, now):
     book = after_fault(replace(kept, generation=after - 1, decision=Decision.START), None, fault.why, present,
                        step, limits)
     return replace(book, present=(), history=kept.history + (fault,))
+
+
+def joined(book, node):
+    """The book once ``node`` checked in after its generation started, never left out (a spare late for the
+    deadline): a spare, waiting, in the book's ``spares`` as every view counts them (walk17b B11: shown
+    ``left out`` by /metrics, as nothing by ``spares`` and ``--status``); ``book`` itself for any other node."""
+    if book.trains(node) or node in book.spares or node in book.left_out:
+        return book
+    return replace(book, spares=book.spares + (node,))
 
 
 def ended(book, culprit, alive):

@@ -218,12 +218,15 @@ class Generations:
 
     def _say_role(self, book, role):
         why = book.why.get(self.identity)
-        if role is Role.SPARE:
+        if role is Role.SPARE and book.present and self.identity not in book.present:  # joined late (decide.joined)
+            self.log(f"generation {book.generation}: this node came after the generation started (a spare late "
+                     "for the deadline): a spare, it waits to take a left-out node's place")
+        elif role is Role.SPARE:
             self.log(f"generation {book.generation}: this node is a spare: it waits to take a left-out node's "
                      "place")
-        elif role is Role.LEFT_OUT and why is None:  # never left out: it came after the generation started
-            self.log(f"generation {book.generation}: this node came after the generation started (a spare late "
-                     "for the deadline): it waits, and takes a place as a spare at the next generation")
+        elif role is Role.LEFT_OUT and why is None:  # never at fault: it did not check in again in time
+            self.log(f"generation {book.generation}: this node came after the generation started: it waits, and "
+                     "takes a place as a spare at the next generation")
         elif role is Role.LEFT_OUT:
             self.log(f"generation {book.generation}: this node is LEFT OUT of the job: {why}; it waits, and may "
                      "come back as a spare (left out twice: never)")

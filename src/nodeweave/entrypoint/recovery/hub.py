@@ -70,8 +70,12 @@ class HubSide:
                 hub.close()
                 return book.code
             news = News()  # this generation's failure news: every producer puts, this loop drains (``_fault``)
-            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
-                             turn_away=lambda peer: ahead(peer, book), news=news,
+
+            def running():  # the generation runs on: no failure heard yet (``ahead``)
+                return watch.fault() is None
+
+            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book, running),
+                             hear_back=True, turn_away=lambda peer: ahead(peer, book, running()), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600),
                              stop_asked=self._stop_asked)  # `nodeweave stop` ends the job, never waited out (B3)
@@ -255,16 +259,23 @@ class HubSide:
         hub.announce(verdict)
         return verdict
 
-    def _admitter(self, hub, verdict, book):
+    def _admitter(self, hub, verdict, book, running):
         """A node checking in during a generation: early for the next one (turned away, it tries again), or a
-        spare or left-out node arriving late (it waits)."""
+        spare or left-out node arriving late, or back after node 0 counted it gone (it waits). ``running``:
+        whether the generation runs on (``ahead``)."""
         def admit(peer):
+            nonlocal book
             node = peer.fp.get("rank")
-            if ahead(peer, book):
+            if ahead(peer, book, running()):
                 return False
             apart = self._apart(hub, peer)
             if apart is not None:  # judged now, against node 0's, and turned away alone: never let in to refuse
                 return apart       # the whole job at the next regather (walk13b B10)
+            late = decide.joined(book, node)
+            if late is not book:  # a late spare: a spare in the book --status and /metrics read (walk17b B11)
+                book = late
+                hub.verdict = dict(hub.verdict or verdict, recovery=book.to_json(public=True))
+                self.gens.keep(decide.kept_by(book, 0))
             peer.role = book.role_of(node).value
             return dict(verdict, recovery=book.to_json(public=True))
         return admit
@@ -330,10 +341,15 @@ def say_stop(book, log):
             log(f"  | {line}")
 
 
-def ahead(peer, book):
+def ahead(peer, book, running=False):
     """A node checking in during a generation that belongs to the next one (its hello asks for a later
-    generation, or it is a member whose connection ended): turned away at once, it tries again."""
-    return peer.fp.get("generation", 0) > book.generation or book.trains(peer.fp.get("rank"))
+    generation, or it is a member whose connection ended): turned away at once, it tries again. ``running``: the
+    generation runs on (no failure heard): a node holding no place in it (a spare, one left out) that asks for a
+    later one only lost its own link (it was silent, node 0 counted it gone) and takes its standing in this one
+    again, never turned away until the generation ends (walk17b B14)."""
+    if book.trains(peer.fp.get("rank")):
+        return True
+    return peer.fp.get("generation", 0) > book.generation and not running
 
 
 def listed(ranks):
