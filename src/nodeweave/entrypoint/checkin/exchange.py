@@ -171,8 +171,8 @@ class Hub:
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view (show_ranks); nodes that refused themselves
         self.strangers = {}  # rank -> a hello of another job (or token) that claimed it: said if the rank is missing
-        # every view's one row per node (news.roster): each node's fingerprint and address as last seen, and the
-        # nodes the job counted on at its start ({node: role}); recovery's next hub takes both over (reopen)
+        # every view's one row per node (news.roster): each node's newest link (its fingerprint, address as last
+        # seen), and the nodes the job counted on at its start ({node: role}); recovery's next hub takes both over
         self.known, self.expected = {}, {}
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
         # recovery: nodes of the last generation that had neither answered node 0's abort nor gone when its hub
@@ -241,7 +241,7 @@ class Hub:
             return
         self.pending.remove(peer)
         peer.fp, peer.seen = fp, peer.channel.seen or ""
-        self.known[fp.get("rank")] = (fp, peer.seen)
+        self.known[fp.get("rank")] = peer
         self.board.hold(peer)  # judged: not read again until the heartbeat
         self.board.probe(peer, self.token, PROBE_TIMEOUT_S)
         self.peers.append(peer)
@@ -284,13 +284,13 @@ class Hub:
         # node 0 answers, so it is counted with the others (walk7 B26): gathering while it waits for the nodes
         # (walk11b B21: it was "running" with nothing started); a spare or left-out node waits, never "running"
         # beside the training nodes (walk11b B3)
-        from ..news import waiting
+        from ..news import hub_roster, waiting
 
         book = (self.verdict or {}).get("recovery")
         nodes = []
-        for row in self.roster(book if isinstance(book, dict) else None):  # one row per node (news.roster)
+        for row in hub_roster(self, book if isinstance(book, dict) else None):  # one row per node (news.roster)
             peer, gone = row["peer"], row["gone"]
-            node = {"fp": row["fp"], "seen": row["seen"], "probe": peer.probe if peer else None, "own": row["own"]}
+            node = {"fp": row["fp"], "seen": row["seen"], "probe": row["probe"], "own": row["own"]}
             if row["own"]:
                 node["state"] = "gathering" if self.verdict is None else "running"
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
@@ -322,12 +322,6 @@ class Hub:
         if ranks is not None:
             answer["ranks"] = ranks if whole else ranks_summary(ranks)
         return answer
-
-    def roster(self, book=None, now=None):
-        """One entry per node of the job (``news.roster``): what --status, /status.json and /metrics list."""
-        from ..news import roster
-
-        return roster(self.own_fp or {}, list(self.peers), book, dict(self.known), dict(self.expected), now)
 
     def checked_in_state(self):
         """A node in that is neither waiting nor ended: "checked in" while node 0 still gathers (its launcher waits

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, left_out_now, stop_sent, waiting
+from ..news import by_node, hub_roster, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -103,7 +103,7 @@ def families(live, now=None):
     beats, ups = [], []
     if watch is not None:
         clock = watch.clock()
-        rows = watch.hub.roster(book or None, now)  # one series per node, its host label as last seen (walk17b)
+        rows = hub_roster(watch.hub, book or None, now)  # one series per node, host as last seen (walk17b B5)
         _forget_labels_past(4 * (len(rows) + len(views)) + 256)
         for row in rows:
             peer, gone, node, host = row["peer"], row["gone"], str(row["node"]), (row["fp"] or {}).get("hostname")
@@ -298,7 +298,7 @@ def status(live, now=None):
         nodes = checkin_nodes(live.hub, checkin)
     elif watch is not None:
         clock = watch.clock()
-        for row in watch.hub.roster(live.book() or None, now):  # one row per node, in node order (news.roster)
+        for row in hub_roster(watch.hub, live.book() or None, now):  # one row per node, in node order
             peer, gone = row["peer"], row["gone"]
             node = {"node": row["node"], "host": (row["fp"] or {}).get("hostname")}
             if row["own"]:
