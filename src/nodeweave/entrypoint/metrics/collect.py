@@ -121,7 +121,8 @@ def families(live, now=None):
                 ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)), up))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating, 0 once it ended or recovery "
-           "left it out and it is not back (state lost or stopped); its state and role as labels.", ups)
+           "left it out and it is not back (state lost or stopped) or it never checked in (state missing); one "
+           "series per node, its state and role as labels.", ups)
 
     # --- ranks: the stall watch's views ---
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
@@ -265,10 +266,11 @@ def hub_role(live, rank):
 NOT_IN = "not checked in"  # a node node 0's gather still waits for, as /status.json's nodes say it
 
 
-def checkin_nodes(hub, checkin):
+def checkin_nodes(hub, checkin, book=None):
     """``nodes`` while node 0 gathers on ``hub``: node 0 (``gathering``, the hub), every node checked in (its role
-    is the verdict's to give: none yet) and every node not in yet (``checkin``, ``Hub.waiting``: its first 64), by
-    node index."""
+    is the verdict's to give: none yet), every node not in yet (``checkin``, ``Hub.waiting``: its first 64) and, at
+    recovery's regather, every node the last generation's ``book`` left out that is not back (walk17b: one row per
+    node, none dropped while node 0 gathers), by node index."""
     own = hub.own_fp or {}
     rows = [{"node": own.get("rank", 0), "host": own.get("hostname"), "state": "gathering", "role": "hub",
              "heartbeat_age_s": None}]
@@ -279,6 +281,11 @@ def checkin_nodes(hub, checkin):
                      "heartbeat_age_s": None})
     rows += [{"node": node, "host": None, "state": NOT_IN, "role": None, "heartbeat_age_s": None}
              for node in checkin.get("not_in") or []]
+    listed = {row["node"] for row in rows}
+    rows += [{"node": row["node"], "host": (row["fp"] or {}).get("hostname"),
+              "state": row["gone"]["state"].split(":")[0], "role": row["gone"]["role"],
+              "heartbeat_age_s": row["gone"]["silent_s"]}
+             for row in hub_roster(hub, book) if row["gone"] is not None and row["node"] not in listed]
     rows.sort(key=lambda row: (0, row["node"]) if isinstance(row["node"], int) else (1, str(row["node"])))
     return rows
 
@@ -295,7 +302,7 @@ def status(live, now=None):
     checkin = live.waiting() if phase == "gathering" else None
     nodes = []
     if checkin is not None:
-        nodes = checkin_nodes(live.hub, checkin)
+        nodes = checkin_nodes(live.hub, checkin, live.book() or None)
     elif watch is not None:
         clock = watch.clock()
         for row in hub_roster(watch.hub, live.book() or None, now):  # one row per node, in node order
