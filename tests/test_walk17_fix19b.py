@@ -97,6 +97,10 @@ def test_a_spare_that_never_checked_in_stays_a_row_missing(tmp_path):
         answer = _status(tmp_path, env)
         _one_row_each(live, answer, 3)
         assert answer["summary"]["states"].get("missing") == 1, answer["summary"]
+        from nodeweave.doctor.cluster import from_status  # doctor --cluster lists it, judges only nodes that came
+
+        view = from_status(answer, "node 0")  # no fingerprint to compare: said missing, never "nodes disagree"
+        assert len(view.nodes) == 3 and {f.code for f in view.findings} <= {"cluster-missing"}, view.findings
     finally:
         _end(tmp_path, procs)
 
