@@ -86,8 +86,9 @@ def from_status(status: dict, where: str) -> ClusterView:
 
     nodes = [NodeView(_label(n["fp"]), n["fp"], n.get("seen"), "(node 0)" if n.get("own") else n.get("probe"),
                       n.get("state") or "-") for n in status.get("nodes") or []]
+    # a node the job counted on that never checked in (``missing``) is listed, not judged: it has no fingerprint
     entries = [Entry(n["fp"], seen=n.get("seen"), probe=n.get("probe"), own=bool(n.get("own")))
-               for n in status.get("nodes") or []]
+               for n in status.get("nodes") or [] if not str(n.get("state") or "").startswith("missing")]
     view = ClusterView(source=f"node 0's check-in exchange ({where}), {status.get('phase')}", nodes=_ordered(nodes))
     allowed = [p["check"] for p in (status.get("verdict") or {}).get("problems", []) if p.get("allowed")]
     return _judged(view, entries, reachability=True, allow=allowed)

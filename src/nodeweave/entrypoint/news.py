@@ -156,6 +156,59 @@ def absent(book, present, now=None):
     return rows
 
 
+MISSING = "missing"  # a node the job expected that is not checked in (a spare past the deadline, a Pending pod)
+
+
+def roster(own_fp, peers, book=None, known=None, expected=None, now=None):
+    """Node 0's picture of the job: one entry per node, keyed by node index, node 0 first and the others in node
+    order. Every view of the job's nodes reads this one list (--status and its summary, /status.json, /metrics
+    ``nodeweave_node_up``, and through /status.json top and the dashboard), so none lists a node twice or drops
+    one (walk17b B5, B10, B12).
+
+    ``peers``: the hub's checked-in nodes; a node there twice (a spare restarted: its ended link and its new one)
+    is its live link, else its newest. ``book``: recovery's book (JSON) or None; a node it leaves out that is not
+    checked in keeps a row (``absent``), node 0 never (it answers: woken as the hub, it is not lost). ``known``:
+    {node: its newest link} (its fingerprint, address, connect-back), so a node gone keeps who it was, as last seen.
+    ``expected``: {node: role} of the nodes the job counted on at its start (recovery's spares too); one never
+    checked in stays a row, ``missing``. Each entry: {"node", "own", "peer" (its link or None), "fp", "seen",
+    "probe", "gone" (None, or {"state", "role", "silent_s"} of a node not checked in)}."""
+    known, expected = known or {}, expected or {}
+    own_rank = own_fp.get("rank", 0)
+    links = {}
+    for peer in peers:
+        rank = (peer.fp or {}).get("rank")
+        held = links.get(rank)
+        if held is None or not (held.done is None and peer.done is not None):  # the live link, else the newest
+            links[rank] = peer
+    rows = {own_rank: {"node": own_rank, "own": True, "peer": None, "fp": own_fp,
+                       "seen": own_fp.get("route_address"), "probe": None, "gone": None}}
+    for rank, peer in links.items():
+        if rank != own_rank:
+            rows[rank] = {"node": rank, "own": False, "peer": peer, "fp": peer.fp, "seen": getattr(peer, "seen", None),
+                          "probe": getattr(peer, "probe", None), "gone": None}
+    gone = absent(book, set(rows), now) if isinstance(book, dict) else []
+    listed = set(rows) | {row["node"] for row in gone}
+    gone += [{"node": node, "state": f"{MISSING}: not checked in" + (" again" if node in known else ""),
+              "role": role, "silent_s": None} for node, role in sorted(expected.items()) if node not in listed]
+    for row in gone:
+        last = known.get(row["node"])
+        rows[row["node"]] = {"node": row["node"], "own": False, "peer": None, "fp": last.fp if last else
+                             {"rank": row["node"]}, "seen": last.seen if last else None,
+                             "probe": last.probe if last else None,
+                             "gone": {key: row[key] for key in ("state", "role", "silent_s")}}
+    others = sorted((rank for rank in rows if rank != own_rank),
+                    key=lambda rank: (0, rank) if isinstance(rank, int) else (1, 0))
+    return [rows[own_rank]] + [rows[rank] for rank in others]
+
+
+def hub_roster(hub, book=None, now=None):
+    """``roster`` of node 0's hub (``checkin.exchange.Hub``): what --status, /status.json and /metrics list. A node
+    expected and not in is ``missing`` once the verdict is out; while node 0 gathers, its ``waiting`` names it."""
+    expected = getattr(hub, "expected", None) if getattr(hub, "verdict", None) is not None else None
+    return roster(hub.own_fp or {}, list(hub.peers), book, dict(getattr(hub, "known", None) or {}),
+                  dict(expected or {}), now)
+
+
 def by_node(peer):
     """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
     nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""

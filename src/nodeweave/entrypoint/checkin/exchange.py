@@ -171,6 +171,9 @@ class Hub:
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view (show_ranks); nodes that refused themselves
         self.strangers = {}  # rank -> a hello of another job (or token) that claimed it: said if the rank is missing
+        # every view's one row per node (news.roster): each node's newest link (its fingerprint, address as last
+        # seen), and the nodes the job counted on at its start ({node: role}); recovery's next hub takes both over
+        self.known, self.expected = {}, {}
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
         # recovery: nodes of the last generation that had neither answered node 0's abort nor gone when its hub
         # closed (heartbeat: the hear-back's quiet); their old links are read on here (take_undecided)
@@ -238,6 +241,7 @@ class Hub:
             return
         self.pending.remove(peer)
         peer.fp, peer.seen = fp, peer.channel.seen or ""
+        self.known[fp.get("rank")] = peer
         self.board.hold(peer)  # judged: not read again until the heartbeat
         self.board.probe(peer, self.token, PROBE_TIMEOUT_S)
         self.peers.append(peer)
@@ -280,24 +284,23 @@ class Hub:
         # node 0 answers, so it is counted with the others (walk7 B26): gathering while it waits for the nodes
         # (walk11b B21: it was "running" with nothing started); a spare or left-out node waits, never "running"
         # beside the training nodes (walk11b B3)
-        nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
-                  "state": "gathering" if self.verdict is None else "running"}]
-        from ..news import by_node, waiting
+        from ..news import hub_roster, waiting
 
-        for peer in sorted(self.peers, key=by_node):  # by node index, not by arrival (walk12 B1)
-            state = (waiting(peer) or self.checked_in_state()) if peer.done is None else ended_state(peer.done)
-            node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
-            if self.verdict is not None and peer.done is None:
-                node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
-            nodes.append(node)
         book = (self.verdict or {}).get("recovery")
-        if isinstance(book, dict):  # a node recovery left out that is not back: listed and counted (walk16b B9)
-            from ..news import absent
-
-            here = {(peer.fp or {}).get("rank") for peer in self.peers}
-            nodes += [{"fp": {"rank": row["node"]}, "seen": None, "probe": None, "own": False, "state": row["state"],
-                       "silent_s": row["silent_s"]} for row in absent(book, here)]
-            nodes[1:] = sorted(nodes[1:], key=lambda node: (node["fp"] or {}).get("rank") or 0)
+        nodes = []
+        for row in hub_roster(self, book if isinstance(book, dict) else None):  # one row per node (news.roster)
+            peer, gone = row["peer"], row["gone"]
+            node = {"fp": row["fp"], "seen": row["seen"], "probe": row["probe"], "own": row["own"]}
+            if row["own"]:
+                node["state"] = "gathering" if self.verdict is None else "running"
+            elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
+                node.update(state=gone["state"], role=gone["role"], silent_s=gone["silent_s"])
+            else:
+                node["state"] = (waiting(peer) or self.checked_in_state()) if peer.done is None \
+                    else ended_state(peer.done)
+                if self.verdict is not None and peer.done is None:
+                    node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
+            nodes.append(node)
         whole = whole or len(nodes) <= WHOLE_UP_TO
         ranks = self.live_status(stacks) if self.live_status is not None else None
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",

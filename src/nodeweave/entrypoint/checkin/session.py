@@ -332,6 +332,7 @@ class CheckIn:
         self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address, listener=kept)
         self.hub.keep_listener = old.keep_listener
         self.hub.take_undecided(old.undecided)  # recovery: nodes not heard out yet, read on by the regather
+        self.hub.known, self.hub.expected = old.known, old.expected  # who each node was, whom the job counts on
         return self.hub
 
     def _as_node(self):

@@ -28,9 +28,10 @@ def ended_state(done):
 
 
 def _node_badness(node):
-    """Sort key, worst first: failed, then lost or silent, then flagged by the verdict, then finished."""
+    """Sort key, worst first: failed, lost or missing (expected, never checked in), then silent, then flagged by the
+    verdict, then finished."""
     state = node.get("state") or ""
-    return (0 if state.startswith(("failed", "lost")) else 1 if node.get("flagged") else 2 if state == "running"
+    return (0 if state.startswith(("failed", "lost", "missing")) else 1 if node.get("flagged") else 2 if state == "running"
             and (node.get("silent_s") or 0) > 0 else 3, -(node.get("silent_s") or 0), _rank(node))
 
 
@@ -63,7 +64,8 @@ def nodes_summary(nodes, verdict, stall=None):
     states = {}
     for node in nodes:
         state = node.get("state") or "?"
-        key = next((word for word in ("failed", "finished", "stopped", "lost") if state.startswith(word)), state)
+        key = next((word for word in ("failed", "finished", "stopped", "lost", "missing") if state.startswith(word)),
+                   state)
         states[key] = states.get(key, 0) + 1
     marked = [dict(node, flagged=_rank(node) in flagged) for node in nodes if not node.get("own")]
     import heapq

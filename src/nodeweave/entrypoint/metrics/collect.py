@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import absent, by_node, left_out_now, stop_sent, waiting
+from ..news import by_node, hub_roster, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -102,31 +102,27 @@ def families(live, now=None):
     views, verdicts = live.views()
     beats, ups = [], []
     if watch is not None:
-        own = watch.hub.own_fp or {}
-        beats.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname")), 0.0))
-        ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running",
-                         role=hub_role(live, own.get("rank", 0))), 1))
         clock = watch.clock()
-        peers = list(watch.hub.peers)
-        _forget_labels_past(4 * (len(peers) + len(views)) + 256)
-        for peer in peers:
-            fp = peer.fp or {}
-            node, host = str(fp.get("rank")), fp.get("hostname")
-            state, role = _peer_state(peer), peer.role or "member"
-            if peer.done is None:
+        rows = hub_roster(watch.hub, book or None, now)  # one series per node, host as last seen (walk17b B5)
+        _forget_labels_past(4 * (len(rows) + len(views)) + 256)
+        for row in rows:
+            peer, gone, node, host = row["peer"], row["gone"], str(row["node"]), (row["fp"] or {}).get("hostname")
+            if row["own"]:
+                state, role, up, age = "running", hub_role(live, row["node"]), 1, 0.0
+            elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
+                state, role, up, age = gone["state"].split(":")[0], gone["role"], 0, gone["silent_s"]
+            else:
+                state, role, up = _peer_state(peer), peer.role or "member", 1 if peer.done is None else 0
+                age = max(0.0, clock - peer.last_heard) if peer.done is None else None
+            if age is not None:
                 beats.append((_LABELS.get(("beat", job, node, host)) or _remember(
-                    ("beat", job, node, host), dict(base, node=node, host=host)), max(0.0, clock - peer.last_heard)))
+                    ("beat", job, node, host), dict(base, node=node, host=host)), age))
             ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
-                ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
-                1 if peer.done is None else 0))
-        for row in absent(book, {(peer.fp or {}).get("rank") for peer in peers}, now):  # 0, never absent (B9)
-            labels = dict(base, node=str(row["node"]), state=row["state"].split(":")[0], role=row["role"])
-            ups.append((labels, 0))
-            if row["silent_s"] is not None:
-                beats.append((dict(base, node=str(row["node"])), row["silent_s"]))
+                ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)), up))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating, 0 once it ended or recovery "
-           "left it out and it is not back (state lost or stopped); its state and role as labels.", ups)
+           "left it out and it is not back (state lost or stopped) or it never checked in (state missing); one "
+           "series per node, its state and role as labels.", ups)
 
     # --- ranks: the stall watch's views ---
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
@@ -281,10 +277,11 @@ def hub_role(live, rank):
 NOT_IN = "not checked in"  # a node node 0's gather still waits for, as /status.json's nodes say it
 
 
-def checkin_nodes(hub, checkin):
+def checkin_nodes(hub, checkin, book=None):
     """``nodes`` while node 0 gathers on ``hub``: node 0 (``gathering``, the hub), every node checked in (its role
-    is the verdict's to give: none yet) and every node not in yet (``checkin``, ``Hub.waiting``: its first 64), by
-    node index."""
+    is the verdict's to give: none yet), every node not in yet (``checkin``, ``Hub.waiting``: its first 64) and, at
+    recovery's regather, every node the last generation's ``book`` left out that is not back (walk17b: one row per
+    node, none dropped while node 0 gathers), by node index."""
     own = hub.own_fp or {}
     rows = [{"node": own.get("rank", 0), "host": own.get("hostname"), "state": "gathering", "role": "hub",
              "heartbeat_age_s": None}]
@@ -295,6 +292,11 @@ def checkin_nodes(hub, checkin):
                      "heartbeat_age_s": None})
     rows += [{"node": node, "host": None, "state": NOT_IN, "role": None, "heartbeat_age_s": None}
              for node in checkin.get("not_in") or []]
+    listed = {row["node"] for row in rows}
+    rows += [{"node": row["node"], "host": (row["fp"] or {}).get("hostname"),
+              "state": row["gone"]["state"].split(":")[0], "role": row["gone"]["role"],
+              "heartbeat_age_s": row["gone"]["silent_s"]}
+             for row in hub_roster(hub, book) if row["gone"] is not None and row["node"] not in listed]
     rows.sort(key=lambda row: (0, row["node"]) if isinstance(row["node"], int) else (1, str(row["node"])))
     return rows
 
@@ -311,20 +313,20 @@ def status(live, now=None):
     checkin = live.waiting() if phase == "gathering" else None
     nodes = []
     if checkin is not None:
-        nodes = checkin_nodes(live.hub, checkin)
+        nodes = checkin_nodes(live.hub, checkin, live.book() or None)
     elif watch is not None:
-        own = watch.hub.own_fp or {}
-        nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running",
-                      "role": hub_role(live, own.get("rank", 0)), "heartbeat_age_s": 0.0})
         clock = watch.clock()
-        for peer in sorted(watch.hub.peers, key=by_node):  # by node index, as --status lists them (walk12 B1)
-            fp = peer.fp or {}
-            nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
-                          "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
-        here = {(peer.fp or {}).get("rank") for peer in watch.hub.peers}  # a node left out, not back (B9)
-        nodes += [{"node": row["node"], "host": None, "state": row["state"].split(":")[0], "role": row["role"],
-                   "heartbeat_age_s": row["silent_s"]} for row in absent(live.book() or {}, here, now)]
-        nodes[1:] = sorted(nodes[1:], key=lambda row: row["node"] if isinstance(row["node"], int) else 1 << 30)
+        for row in hub_roster(watch.hub, live.book() or None, now):  # one row per node, in node order
+            peer, gone = row["peer"], row["gone"]
+            node = {"node": row["node"], "host": (row["fp"] or {}).get("hostname")}
+            if row["own"]:
+                node.update(state="running", role=hub_role(live, row["node"]), heartbeat_age_s=0.0)
+            elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
+                node.update(state=gone["state"].split(":")[0], role=gone["role"], heartbeat_age_s=gone["silent_s"])
+            else:
+                node.update(state=_peer_state(peer), role=peer.role,
+                            heartbeat_age_s=round(max(0.0, clock - peer.last_heard), 2))
+            nodes.append(node)
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     ratios = _ratios(watch)
     rate = live.rates()

@@ -180,6 +180,8 @@ class HubSide:
         started = time.monotonic()
         if book is None:
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
+            # every node the job counts on stays a row of what it shows, a spare never checked in too (walk17b B10)
+            hub.expected = {node: "spare" if node >= self.config.slots else "member" for node in range(needed)}
             deadline = self.checkin.started + info["deadline_s"]
             refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub))
             if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
