@@ -58,6 +58,7 @@ class NodeSide:
                 if code == 0 or user_stopped(self.gens.received) or watch.job_was_ended():
                     self.gens.ending = watch.ended_by()
                     return code  # job_was_ended: node 0 was stopped on purpose, the job ends here too (B3)
+                self._note_hub_lost(watch)
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
@@ -69,6 +70,14 @@ class NodeSide:
                 return EXIT_PEER_FAILED
             if job_over:  # said, and kept, by ``Generations`` ("this node was not needed")
                 return 0
+            self._note_hub_lost(watch)
+
+    def _note_hub_lost(self, watch):
+        """When node 0 itself was what ended the generation, the time this node heard it goes with the book it
+        carries: node 0 come back dates its own loss from it, not from its return (walk17b B1)."""
+        failure = watch.failure
+        if failure is not None and watch.failed_at and str(failure[0]).startswith("node 0 "):
+            self.carried = dict(self.carried, hub_lost_at=watch.failed_at)
 
     def _join(self):
         """Check in for the next generation; node 0 gone after this node was declared lost for its own silence is
