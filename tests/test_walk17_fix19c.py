@@ -87,7 +87,7 @@ def test_an_end_by_node_0_gone_closes_the_book_and_names_the_exit(tmp_path, monk
 
     watch = LinkWatch.__new__(LinkWatch)
     watch._lost_silent, watch.silent = None, (71.0, 0.0)  # measured by its beats' loop; its ranks failed first
-    assert watch.lost_for() == 71.0
+    assert watch.lost_for() == 71.0 and watch.silence_unsaid() == 71.0  # said before the wait to check in
 
 
 def test_node_0_lost_is_dated_and_costed_as_every_fault():

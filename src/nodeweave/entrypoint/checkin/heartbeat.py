@@ -361,6 +361,11 @@ class LinkWatch(LinkStall, Watch):
         job, its ranks failed first and the silence went unsaid)."""
         return self._lost_silent or (self.silent[0] if self.silent[0] > LOST_S else None)
 
+    def silence_unsaid(self):
+        """A silence of this node's own that its beats measured and no line said (its ranks failed of it before the
+        news of node 0 came: walk17b B7), in seconds, or None."""
+        return None if self._lost_silent is not None else self.lost_for()
+
     def declared_lost(self, pause):
         """No launch for a verdict node 0 went past while this node was silent (walk15b B13: a node woken from
         SIGSTOP started torchrun for a job node 0 had ended, then blamed node 0): say so, tell node 0 if it still
