@@ -2,7 +2,8 @@
 
 README's exit table says 8, 9 and 10 are each a recovery end a restart would only repeat. Every restart policy
 nodeweave renders or keeps (the Indexed Job's and the JobSet's ``podFailurePolicy``, a compose container's
-``ended_before``) must stop on exactly those codes, read from the entrypoint's ``RECOVERY_FINAL``.
+``ended_before``, which also stops on a job that finished or was stopped on purpose) must stop on exactly those
+codes, read from the entrypoint's ``RECOVERY_FINAL``.
 """
 
 from __future__ import annotations

@@ -356,8 +356,15 @@ class LinkWatch(LinkStall, Watch):
         return pause if pause > LOST_S else None
 
     def lost_for(self):
-        """The silence of this node's own that node 0 declared it lost for (seconds), or None."""
-        return self._lost_silent
+        """The silence of this node's own that node 0 declared it lost for (seconds), or None: one said as such,
+        or one its beats' loop measured before its launcher ended of it (walk17b B7: woken after node 0 ended the
+        job, its ranks failed first and the silence went unsaid)."""
+        return self._lost_silent or (self.silent[0] if self.silent[0] > LOST_S else None)
+
+    def silence_unsaid(self):
+        """A silence of this node's own that its beats measured and no line said (its ranks failed of it before the
+        news of node 0 came: walk17b B7), in seconds, or None."""
+        return None if self._lost_silent is not None else self.lost_for()
 
     def declared_lost(self, pause):
         """No launch for a verdict node 0 went past while this node was silent (walk15b B13: a node woken from

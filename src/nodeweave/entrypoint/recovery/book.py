@@ -134,6 +134,7 @@ class Book:
     ended: Optional[str] = None                    # why the job ended, in words
     error: Optional[dict] = None                   # the job's own error: {line, lines, nodes}
     finished: Optional[float] = None               # when the job finished (decision done)
+    rejoin: Optional[bool] = None                  # the end was this node's alone: a restart checks in again
     # node 0's own bookkeeping (not in the verdict): the identities still up when the generation ended, its culprit
     alive: Tuple[NodeId, ...] = ()
     last_culprit: Optional[NodeId] = None
@@ -142,7 +143,7 @@ class Book:
     reason: Optional[str] = None
 
     PRIVATE = ("alive", "last_culprit")
-    OPTIONAL = ("code", "ended", "error", "finished", "checkpoint_unjudged", "saves_before", "alive", "last_culprit",
+    OPTIONAL = ("code", "ended", "error", "finished", "rejoin", "checkpoint_unjudged", "saves_before", "alive", "last_culprit",
                 "role", "reason")
 
     def __post_init__(self):
@@ -236,6 +237,7 @@ class Book:
             present=_identities(data.get("present")),
             checkpoint_unjudged=tuple(data.get("checkpoint_unjudged") or ()), saves_before=data.get("saves_before"),
             code=data.get("code"), ended=ended, error=data.get("error"), finished=data.get("finished"),
+            rejoin=data.get("rejoin") is True or None,
             alive=_identities(data.get("alive")),
             last_culprit=None if data.get("last_culprit") is None else NodeId(int(data["last_culprit"])),
             role=role, reason=data.get("reason"))

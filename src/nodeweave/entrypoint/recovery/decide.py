@@ -34,8 +34,8 @@ from ..nodelists import ranges
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
-__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "joined", "judged", "ended", "after_fault", "unreachable",
-           "job_error",
+__all__ = ("FOR_GOOD", "Limits", "first", "hub_lost", "came_back", "joined", "judged", "ended", "after_fault",
+           "unreachable", "job_error",
            "shared_error", "repeated", "announced", "closed", "finished", "kept_by", "role")
 
 
@@ -65,21 +65,27 @@ def first(present, limits, step=None, saves_before=None):
                 spares=tuple(ids[limits.slots:]), steps=(step,), best_step=step, saves_before=saves_before)
 
 
-def came_back(kept, after, present, step, limits, now):
+def hub_lost(generation, at):
+    """The fault of node 0's own loss, ``generation`` the one it ended, ``at`` when the others heard it: the
+    history's record as any fault's (:func:`announced` adds the restart's cost: recover_s, the resume, the work
+    lost; walk17b B1: it was dated at node 0's return, with none of them)."""
+    return Fault(generation=generation, node=None, cause=Cause.LOST, why="node 0 was lost and came back", at=at)
+
+
+def came_back(kept, after, present, step, limits, now=None):
     """Node 0 was lost and its container or pod started it again, the others asking for generation ``after``:
     the job's book goes on from ``kept``, the newest book they carried (restarts spent, nodes left out for good
-    stay out), and node 0's loss is one more restart, added to the history they carried. ``kept`` None (nodes
-    of an older nodeweave carry no book): the book starts afresh from generation ``after``."""
-    fault = Fault(generation=after - 1, node=None, cause=Cause.LOST, why="node 0 was lost and came back", at=now,
-                  relaunched=now, recover_s=0.0)
+    stay out), and node 0's loss is one more restart (its fault, :func:`hub_lost`, goes into the history with
+    :func:`announced`). ``kept`` None (nodes of an older nodeweave carry no book): the book starts afresh from
+    generation ``after``."""
     if kept is None:
-        return replace(first(present, limits, step), generation=after, history=(fault,))
+        return replace(first(present, limits, step), generation=after)
     kept = Book.from_json(kept)
     if not kept.steps:  # carried by a node that kept no marks: the job's newest checkpoint is the first
         kept = replace(kept, steps=(step,), best_step=step)
-    book = after_fault(replace(kept, generation=after - 1, decision=Decision.START), None, fault.why, present,
-                       step, limits)
-    return replace(book, present=(), history=kept.history + (fault,))
+    book = after_fault(replace(kept, generation=after - 1, decision=Decision.START), None,
+                       "node 0 was lost and came back", present, step, limits)
+    return replace(book, present=(), history=kept.history)
 
 
 def joined(book, node):
@@ -115,14 +121,17 @@ def stopped_by_person(book, how):
                                          "every node, under recovery too")
 
 
-def closed(book, code, at, ended=None):
+def closed(book, code, at, ended=None, rejoin=False):
     """The book as a node keeps it once the job ended for it by its launcher or a stop signal, whatever its role:
     ``done`` (exit 0, ``finished`` at ``at``) or ``stopped`` (``ended`` says whose stop), with the node's exit
     ``code`` and ``ended`` in words (docs/recovery.md "Seen and kept"; walk16b B4, B12: a member's copy, and a
-    stopped node 0's, kept ``start`` with no code)."""
+    stopped node 0's, kept ``start`` with no code). ``rejoin``: the end was this node's alone and the job may go
+    on (its own eviction, node 0 gone): a restart of its container checks in again, where one after any other
+    end does not start the job anew (``Generations.ended_before``)."""
     done = code == 0
     return replace(book, decision=Decision.DONE if done else Decision.STOPPED, finished=at if done else None,
-                   code=code, ended=ended or ("the job finished" if done else f"stopped (exit {code})"))
+                   code=code, ended=ended or ("the job finished" if done else f"stopped (exit {code})"),
+                   rejoin=True if rejoin and not done else None)
 
 
 def _progress(book, step, limit):

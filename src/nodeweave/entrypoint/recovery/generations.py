@@ -18,7 +18,7 @@ training slot may go to a spare (docs/recovery.md says why).
 
 import os
 
-from ..errors import RECOVERY_FINAL, EntrypointError
+from ..errors import EntrypointError
 from ..hints import end_job_hint, status_hint
 from ..news import NodeId
 from . import decide
@@ -92,6 +92,10 @@ class Generations:
             if isinstance(stop.code, int) and stop.code > 128:
                 self._close(stop.code, stopped=stop.code - 128)
             raise
+        except EntrypointError as err:  # node 0 gone (exit 4), a refusal: the book closed, the line names the exit
+            if self._close(err.exit_code, failed=str(err)):
+                err.args = (f"{err}; this node exits {err.exit_code}",)
+            raise
         finally:
             self.warm.discard()
         self._close(code)
@@ -104,11 +108,14 @@ class Generations:
         self.book = book
         keep(self.settings, self.plan.topology, book)
 
-    def _close(self, code, stopped=None):
-        """The job ended on this node by its launcher (exit 0: it finished) or a stop signal (this node's, or node
-        0's, which ends the job on every node): its kept book says so, whatever its role, with its exit code and
-        why in words, and its last line says the same (docs/recovery.md "Seen and kept"; walk16b B4, B12). A book
-        node 0 already ended (recovery's stop) stands as it is; a stop of another kind (node 0 gone) leaves it."""
+    def _close(self, code, stopped=None, failed=None):
+        """The job ended on this node by its launcher (exit 0: it finished), a stop signal (this node's, or node
+        0's, which ends the job on every node) or an error (``failed``: node 0 gone, exit 4): its kept book says
+        so, whatever its role, with its exit code and why in words, and its last line says the same
+        (docs/recovery.md "Seen and kept"; walk16b B4, B12, walk17b B7, B17). A book node 0 already ended
+        (recovery's stop) stands as it is. An end that leaves the job going (this node's own eviction, node 0
+        gone) is kept ``rejoin``: a restart of the container checks in again (``ended_before``). True when the
+        book was closed here and the line is the caller's (``failed``)."""
         import signal
         import time
 
@@ -135,27 +142,47 @@ class Generations:
                     + end_job_hint())
         elif ending is not None:
             ended, tail = ending, ""
+        elif failed is not None:  # said by the error's own line, which names the exit
+            self.keep(decide.closed(book, code, time.time(), failed, rejoin=True))
+            return True
         else:
             return
-        self.keep(decide.closed(book, code, time.time(), ended))
+        self.keep(decide.closed(book, code, time.time(), ended, rejoin=bool(code and sent is not None and tail)))
         said = ended if code == 0 else f"this node stopped: {ended}" if tail else f"the job ends: {ended}"
         self.log(f"recovery: {said}{tail}; this node exits {code}")
 
     def ended_before(self, plan):
-        """The exit code of a job that already ended for good in this container (8, 9 or 10 in the record it kept), or None.
+        """The exit code of a job that already ended in this container (its kept book closed: done, stopped on
+        purpose, or given up), or None: a restart does not start it again over the same checkpoints.
 
         The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
-        node comes back); a job that gave up must not start again as a new one over the same checkpoints,
-        which would only loop. A ``nodeweave run`` (a run id) is a new job the user asked for."""
+        node comes back), the StatefulSet's kubelet on any exit (``restartPolicy: Always``): a job that finished,
+        was stopped on purpose or gave up must not start again as a new one, which would retrain over the
+        finished run's saves and only loop (walk17b B15). An end that left the job going (``rejoin``: this node's
+        eviction, node 0 gone) checks in again. A ``nodeweave run`` (a run id) is a new job the user asked for;
+        so is a start after the book was removed. A job that finished or was stopped, in a pod, then waits idle for
+        the pod's stop: any exit would start it again (a job that gave up exits with its code, a failure the
+        kubelet's back-off shows)."""
         book = last_book(self.settings, plan.topology)  # this job's book, never another's beside it (walk10 B8)
-        if self.settings.get("run_id") or not book or book.decision is not Decision.STOP:
+        if self.settings.get("run_id") or not book or not book.decision.ended or book.rejoin:
             return None
-        code = book.code
-        if code not in RECOVERY_FINAL:
-            return None
+        code = book.code or 0
         ended = book.ended  # an older nodeweave's record said it in "why": Book.from_json reads it as ``ended``
+        from ..running.runstate import job_dir_of
+        from .setup import RECORD
+
+        record = os.path.join(job_dir_of(self.settings.env, plan.topology), RECORD)
+        from ..detection.host import in_kubernetes
+        from ..detection.sysfs import Root
+
+        pod = book.decision is not Decision.STOP and in_kubernetes(Root(self.settings.sysroot), self.settings.env)
         self.log(f"recovery: this container's job already ended (exit {code}: {ended}); a restart brought "
-                 "it back: not starting it again. Recreate the containers (nodeweave up) to start the job anew")
+                 "it back: not starting it again. Recreate the containers (nodeweave up), or remove "
+                 f"{record}, to start the job anew"
+                 + ("; waiting idle for this pod's stop (its restartPolicy Always would start it again at any "
+                    "exit)" if pod else ""))
+        if pod:
+            wait_for_stop()
         return code
 
     def _generation_plan(self, book, verdict):
@@ -234,3 +261,11 @@ class Generations:
             self.log(f"generation {book.generation}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
                      f"times; last: {why}); it waits idle until the job ends ({status_hint()} shows it)")
 
+
+def wait_for_stop():
+    """Block until a stop signal (the kubelet's SIGTERM, Ctrl-C) reaches this idle node."""
+    import signal
+
+    stops = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    signal.sigwait(stops)

@@ -47,6 +47,8 @@ class HubSide:
                 path, step, mark = None, None, None
             else:
                 path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged, written_after=since)
+            if book is None and returned(hub):  # node 0's own loss: dated when the others heard it (walk17b B1)
+                fault = decide.hub_lost(max(p.fp.get("generation", 0) for p in hub.peers) - 1, hub_lost_at(hub))
             decided, present = self._next(hub, book, fault, present, mark, since)  # the brake compares the mark
             decided, present = decide.unreachable(decided, unreachable), present - set(unreachable)
             book = decide.announced(decided, present, (path, step), self._addresses(hub), time.time(), fault=fault,
@@ -138,7 +140,7 @@ class HubSide:
     def _came_back(self, hub, after, present, step):
         """Node 0 was lost and its container or pod started it again (``decide.came_back``)."""
         kept = kept_book(hub)
-        book = decide.came_back(kept, after, present, step, self.config.limits, time.time())
+        book = decide.came_back(kept, after, present, step, self.config.limits)
         if kept is None:
             self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
                      "the newest checkpoint (their nodeweave keeps no book: the restart budget starts afresh)")
@@ -257,7 +259,9 @@ class HubSide:
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
                      f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
-                     + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else ""))
+                     + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else
+                        f"; nothing to resume from: {nothing_to_resume(self.config.folder, book.saves_before)}: "
+                        "starting from scratch" if book.generation and self.config.folder else ""))
         hub.announce(verdict)
         return verdict
 
@@ -386,6 +390,39 @@ def kept_book(hub):
     book = max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
                key=lambda b: b.get("generation", -1), default=None)
     return kept(book) if book is not None else None
+
+
+def nothing_to_resume(folder, before):
+    """Why a generation past the first resumes from no save in ``folder`` (walk17b B13: its ranks began at step
+    1 again, unsaid): the folder gone, empty, holding only saves from before this job, or none complete."""
+    try:
+        names = [n for n in os.listdir(folder) if not n.startswith(".")]
+    except FileNotFoundError:
+        return f"checkpoint_dir {folder} does not exist any more"
+    except OSError as err:
+        return f"checkpoint_dir {folder} cannot be read ({err.strerror or err})"
+    if not names:
+        return f"checkpoint_dir {folder} is empty"
+    if before is not None:
+        newest = max((mtime(os.path.join(folder, n)) for n in names), default=0.0)
+        if newest <= before:
+            return f"checkpoint_dir {folder} holds only saves from before this job (another run's)"
+    return f"checkpoint_dir {folder} holds no complete save of this job (the lines above say what was passed over)"
+
+
+def mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0  # gone since it was listed
+
+
+def hub_lost_at(hub):
+    """When the nodes checking in heard node 0 go (the earliest their books carry: ``node._note_hub_lost``), or
+    now when none says (an older nodeweave's)."""
+    times = [p.fp["book"].get("hub_lost_at") for p in hub.peers if isinstance(p.fp.get("book"), dict)]
+    times = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    return min(times) if times else time.time()
 
 
 def returned(hub):

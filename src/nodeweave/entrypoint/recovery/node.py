@@ -58,6 +58,8 @@ class NodeSide:
                 if code == 0 or user_stopped(self.gens.received) or watch.job_was_ended():
                     self.gens.ending = watch.ended_by()
                     return code  # job_was_ended: node 0 was stopped on purpose, the job ends here too (B3)
+                self._note_hub_lost(watch)
+                self._say_silence(watch)
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
@@ -69,6 +71,25 @@ class NodeSide:
                 return EXIT_PEER_FAILED
             if job_over:  # said, and kept, by ``Generations`` ("this node was not needed")
                 return 0
+            self._note_hub_lost(watch)
+
+    def _say_silence(self, watch):
+        """Woken from a silence node 0 declared it lost for, its ranks failing first: said before the wait to check
+        in again, as when the news comes first (walk17b B7: nothing for the whole wait_timeout)."""
+        pause = watch.silence_unsaid()
+        if pause is not None:
+            wait = self.settings.get("wait_timeout", 600)
+            self.log(f"this node itself was silent for {pause:.0f}s (its process stopped: SIGSTOP, a suspended VM "
+                     "or a long pause), longer than node 0 waits for a heartbeat, so node 0 has most likely "
+                     f"declared it lost; checking in with node 0 again (up to {wait:g}s, wait_timeout): the job "
+                     "may have gone on without this node, or ended")
+
+    def _note_hub_lost(self, watch):
+        """When node 0 itself was what ended the generation, the time this node heard it goes with the book it
+        carries: node 0 come back dates its own loss from it, not from its return (walk17b B1)."""
+        failure = watch.failure
+        if failure is not None and watch.failed_at and str(failure[0]).startswith("node 0 "):
+            self.carried = dict(self.carried, hub_lost_at=watch.failed_at)
 
     def _join(self):
         """Check in for the next generation; node 0 gone after this node was declared lost for its own silence is
