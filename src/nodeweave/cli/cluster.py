@@ -83,6 +83,10 @@ def up_command(
 
         raise EnvironmentProblem(absent)
     from nodeweave.cluster.onbackend import recreate_note, unchanged_line, up_over
+    from nodeweave.cluster.pullable import pull, pull_note, to_pull
+
+    # an image the engine's store lacks, from a registry: the real up pulls it first (walk17a A18)
+    fetch = to_pull(plan.image, getattr(backend, "detected", None)) if backend.target == "local" else None
 
     busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     live = live if backend.recreates_nodes else []
@@ -99,6 +103,12 @@ def up_command(
             raise EnvironmentProblem(unreached_line(backend, unreached) + "; nothing was started or recorded")
         if busy:
             raise EnvironmentProblem(busy + "; nothing was started or recorded")
+        if fetch:  # before any node is removed or recreated: a typo of the image takes nothing down (walk17a A18)
+            out.print(f"pulling image {fetch} ({backend.engine}'s store lacks it) before any node is touched",
+                      highlight=False, markup=False)
+            failed = pull(fetch, backend.engine)
+            if failed:
+                raise EnvironmentProblem(failed + "; nothing was started or recorded, and no node was touched")
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
@@ -121,7 +131,8 @@ def up_command(
     said = [*([f"the real up would end with exit 2: {certain}"] if certain else [f"note: {missing}"] if missing
               else []), *([f"the real up would end with exit 2: {crowded}"] if crowded else []),
             *(f"note: {note}" for note in mounted),
-            *([f"warning: {unpullable}"] if unpullable else [])]
+            *([f"warning: {unpullable}"] if unpullable else []),
+            *([f"note: {pull_note(fetch, backend.engine)}"] if fetch and dry_run else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
     if unchanged:  # compose's habit: nodes already up as this up starts them are left running (walk12c C7)
         from nodeweave.plan import CommandsPhase, FilesPhase

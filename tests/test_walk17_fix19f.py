@@ -1,0 +1,69 @@
+"""walk17a rows fixed by fix19f: a cluster verb checks what it needs before it touches the nodes, and says truly
+where it stood. Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import os
+
+from cli_run import in_process as run_cli
+from team_folder import make_job_folder
+
+import pytest
+
+FAKE_PODMAN = """#!/bin/sh
+# podman whose store holds no image, whose registries have none, and which knows no container; every call logged
+echo "podman $*" >> "$ENGINE_LOG"
+case "$*" in
+  "version --format"*) echo 5.0.0 ;;
+  "image inspect"*) echo "Error: nosuch:tag: image not known" >&2; exit 125 ;;
+  pull*) echo "Trying to pull docker.io/library/nosuch:tag..." >&2
+         echo "Error: initializing source docker://nosuch:tag: reading manifest tag: manifest unknown" >&2; exit 125 ;;
+  inspect*|ps*) echo "Error: no such object" >&2; exit 125 ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    (tmp_path / "proj").mkdir()
+    return make_job_folder(tmp_path / "proj", monkeypatch)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def fake_podman(folder, monkeypatch):
+    bin_dir = folder / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text(FAKE_PODMAN)
+    (bin_dir / "podman-compose").write_text('#!/bin/sh\necho "podman-compose $*" >> "$ENGINE_LOG"\nexit 0\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    log = folder.parent / "engine.log"
+    log.write_text("")
+    monkeypatch.setenv("ENGINE_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    return log
+
+
+# -- class 1: up checks the image before it removes or recreates any node -----------------------------------------
+def test_up_pulls_an_image_the_store_lacks_before_any_node_is_touched(proj, capsys, monkeypatch):
+    log = fake_podman(proj, monkeypatch)
+    for given in (["--image", "nosuch:tag"], []):  # the flag, and NODEWEAVE_IMAGE (the compose file reads it too)
+        if not given:
+            monkeypatch.setenv("NODEWEAVE_IMAGE", "ghcr.io/example/nosuch:1")
+        ref = "nosuch:tag" if given else "ghcr.io/example/nosuch:1"
+        code, out, err = run_cli(capsys, "up", "--hold", "--dry-run", *given)
+        assert code == 0 and f"image {ref} is not in podman's store: the real up pulls it before any node is " \
+            "removed or recreated" in one_line(out + err), out + err
+        log.write_text("")
+        code, out, err = run_cli(capsys, "up", "--hold", *given)
+        assert code == 3, out + err
+        assert f"image {ref} could not be found or pulled (`podman pull {ref}`: Error: initializing source" in \
+            one_line(err), err
+        assert "no node was touched" in one_line(err)
+        assert "podman-compose" not in log.read_text(), log.read_text()  # nothing recreated, nothing removed
+        assert f"podman pull {ref}" in log.read_text()
