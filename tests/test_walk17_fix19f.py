@@ -67,3 +67,35 @@ def test_up_pulls_an_image_the_store_lacks_before_any_node_is_touched(proj, caps
         assert "no node was touched" in one_line(err)
         assert "podman-compose" not in log.read_text(), log.read_text()  # nothing recreated, nothing removed
         assert f"podman pull {ref}" in log.read_text()
+
+
+# -- class 2: the verbs that use the nodes wait for an up or down changing them -----------------------------------
+HOLDER = """import sys, time
+from pathlib import Path
+from nodeweave.jobstate import hold_job
+hold_job(Path(sys.argv[1]), "proj", "up")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_verbs_using_the_nodes_are_refused_while_up_changes_them(proj, capsys):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(proj)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for verb in (["run", "--", "train.py"], ["run", "--dry-run"], ["exec", "--", "true"], ["sync"],
+                     ["check"], ["stop"], ["shell", "--dry-run"]):
+            code, out, err = run_cli(capsys, *verb)
+            assert code == 3, (verb, out, err)
+            assert f"`nodeweave up` (pid {holder.pid}, since" in one_line(err), (verb, err)
+            assert f"is changing job proj's nodes from this folder (.nodeweave/proj/changing is locked): " \
+                f"`nodeweave {verb[0]}` now would land in nodes being removed or recreated" in one_line(err), err
+        assert not (proj / "runs").exists()  # no run folder for a run that never reached a node
+        code, out, err = run_cli(capsys, "logs")  # only reads: not the lock's business
+        assert "is changing job" not in err
+    finally:
+        holder.kill()
+        holder.wait()
