@@ -99,3 +99,28 @@ def test_verbs_using_the_nodes_are_refused_while_up_changes_them(proj, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+# -- class 3: an interrupted up says where each node truly stood --------------------------------------------------
+def test_an_up_interrupted_in_its_wait_says_the_nodes_were_started(capsys):
+    from types import SimpleNamespace
+
+    from nodeweave.cluster.base import NodeState, PlatformState
+    from nodeweave.cluster.execute import execute
+    from nodeweave.plan import NodeCommand, Plan, WaitPhase
+
+    def wait_until_up(phase):  # the Ctrl-C of row 13: the containers started, not yet holding
+        raise KeyboardInterrupt
+
+    nodes = [SimpleNamespace(index=i, name=f"node-{i}") for i in range(2)]
+    backend = SimpleNamespace(nodes=lambda **_: nodes,
+                              states=lambda ns: {n.index: PlatformState(NodeState.RUNNING, "running") for n in ns})
+    job = SimpleNamespace(say=lambda line: None, backend=backend, nodes=nodes, wait_until_up=wait_until_up,
+                          outcomes={})
+    wait = WaitPhase("until 2 node(s) hold: podman:p-0, podman:p-1",
+                     nodes=tuple(NodeCommand(f"node-{i}", f"podman:p-{i}", ()) for i in range(2)))
+    with pytest.raises(KeyboardInterrupt):
+        execute(Plan("up", "podman on this machine", (wait,)), job)
+    err = one_line(capsys.readouterr().err)
+    assert "interrupted: up stopped at step 1 of 1 (until 2 node(s) hold" in err, err
+    assert "not started" not in err and "each node now: node-0 (running), node-1 (running)" in err, err
