@@ -124,3 +124,29 @@ def test_an_up_interrupted_in_its_wait_says_the_nodes_were_started(capsys):
     err = one_line(capsys.readouterr().err)
     assert "interrupted: up stopped at step 1 of 1 (until 2 node(s) hold" in err, err
     assert "not started" not in err and "each node now: node-0 (running), node-1 (running)" in err, err
+
+
+# -- class 4: an engine said in the shell or a flag against the one up recorded -----------------------------------
+@pytest.mark.parametrize("argv", [["status"], ["logs"], ["run", "--dry-run"], ["down", "--dry-run"],
+                                  ["exec", "--dry-run", "--", "true"], ["status", "--engine", "docker"]],
+                         ids=lambda a: "-".join(a))
+def test_an_engine_said_against_the_record_is_said_as_that(proj, capsys, monkeypatch, argv):
+    import json
+
+    from team_folder import fake_engines
+
+    fake_engines(proj, monkeypatch, "podman")  # docker's daemon does not answer: the row's "start it" line
+    folder = proj / ".nodeweave" / "proj"
+    folder.mkdir(parents=True)
+    made = {"job": "proj", "target": "local", "project": "proj-1234abcd", "where": "podman on this machine",
+            "engine": "podman", "engine_host": None}
+    (folder / "cluster.json").write_text(json.dumps({"target": "local", "made": made}))
+    if "--engine" not in argv:
+        monkeypatch.setenv("NODEWEAVE_ENGINE", "docker")
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 3, (out, err)
+    assert "records proj brought up on podman (podman on this machine)" in line, line
+    said = "--engine docker" if "--engine" in argv else "NODEWEAVE_ENGINE=docker in this environment"
+    assert f"{said} asks for docker, where it is not" in line, line
+    assert "systemctl start docker" not in line
