@@ -150,3 +150,23 @@ def test_an_engine_said_against_the_record_is_said_as_that(proj, capsys, monkeyp
     said = "--engine docker" if "--engine" in argv else "NODEWEAVE_ENGINE=docker in this environment"
     assert f"{said} asks for docker, where it is not" in line, line
     assert "systemctl start docker" not in line
+
+
+# -- class 5: the processes this machine holds, counted alike at up and at run ------------------------------------
+def test_run_counts_the_processes_of_every_node_as_up_does(proj, capsys, monkeypatch):
+    from nodeweave.cluster.backends import local
+
+    monkeypatch.setattr(local, "torch_processes_fit", lambda cpus=None, memory=None: (8, 2, 24 << 30))
+    spec = (proj / "nodeweave.yaml").read_text()
+    (proj / "nodeweave.yaml").write_text(spec.replace("nodes: 2", "nodes: 10"))
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")  # 10 x 1: said, as up says it
+    assert code == 0 and "warning: 10 node containers on this machine (2 CPU(s), 24 GiB): each imports torch " \
+        "(~0.5 GiB), so about 8 fit here" in one_line(out + err), out + err
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--nproc-per-node", "2", "--", "train.py")
+    assert code == 2 and "accepted: fewer nodes (nodes: in nodeweave.yaml, then `nodeweave up`)" in one_line(err), err
+    assert "1 to 1" not in err  # a range itself past the limit is offered no more
+    (proj / "nodeweave.yaml").write_text(spec)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--nproc-per-node", "5", "--", "train.py")
+    assert code == 2 and "accepted: --nproc-per-node 1 to 4 for 2 node(s)" in one_line(err), err
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--nproc-per-node", "4", "--", "train.py")
+    assert code == 0 and "fit here" not in out + err, out + err

@@ -178,6 +178,7 @@ def run_command(
     said += [f"the real run would end with exit 2: {missing}"] if missing else []
     said += [f"the real run would end with exit 2: {held}"] if held else []
     said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
+    said += [f"warning: {line}" for line in [crowded_note(backend, len(nodes), nproc_per_node, spec)] if line]
     said += [f"the real run would end with exit 2: {lacking}"] if lacking else []
     if profile is not None and not lacking:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
@@ -410,11 +411,26 @@ def past_this_machine(backend, nodes: int, nproc: Optional[str], spec, spec_path
     too_many = machine_too_small(nodes, processes=per_node, ask=False) if per_node > 1 else []
     if too_many:
         given = f"--nproc-per-node {nproc}" if nproc is not None else f"{spec_path.name}: gpus_per_node: {spec.gpus_per_node}"
-        most = max(1, torch_processes_fit()[0] // nodes)
+        most = torch_processes_fit()[0] // nodes
         instead = "--nproc-per-node" if nproc is not None else "gpus_per_node:"
-        return (f"{given}: {too_many[0]}; accepted: {instead} 1 to {most} for {nodes} node(s) on the local target "
-                "here, or a cluster target (-t kubernetes, -t slurm or -t hosts)")
+        # never a range itself past the limit (walk17a A23: "1 to 1" offered for 10 nodes where 8 fit)
+        fewer = (f"{instead} 1 to {most} for {nodes} node(s) on the local target here" if most >= 1 else
+                 f"fewer nodes (nodes: in {spec_path.name}, then `nodeweave up`): {nodes} node(s) of one process "
+                 "each are past it already")
+        return f"{given}: {too_many[0]}; accepted: {fewer}, or a cluster target (-t kubernetes, -t slurm or -t hosts)"
     return ""
+
+
+def crowded_note(backend, nodes: int, nproc: Optional[str], spec) -> str:
+    """``up``'s own note when the nodes alone, one process each, are more than this machine holds: a run of one
+    process a node on them is said so too (walk17a A23: 10 nodes were noted at up, their run planned in silence),
+    the one rule (``local.machine_too_small``) counting processes either way."""
+    if backend.target != "local":
+        return ""
+    from nodeweave.cluster.backends.local import cpu_processes, machine_too_small, spec_processes
+
+    per_node = cpu_processes(nproc) if nproc is not None else spec_processes(spec)
+    return next(iter(machine_too_small(nodes) if per_node == 1 else []), "")
 
 
 def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[str]:
