@@ -170,3 +170,18 @@ def test_run_counts_the_processes_of_every_node_as_up_does(proj, capsys, monkeyp
     assert code == 2 and "accepted: --nproc-per-node 1 to 4 for 2 node(s)" in one_line(err), err
     code, out, err = run_cli(capsys, "run", "--dry-run", "--nproc-per-node", "4", "--", "train.py")
     assert code == 0 and "fit here" not in out + err, out + err
+
+
+# -- class 6: spec fields the local target leaves out, said by validate and up ------------------------------------
+def test_network_fields_the_local_target_leaves_out_are_said(proj, capsys):
+    spec = (proj / "nodeweave.yaml").read_text()
+    (proj / "nodeweave.yaml").write_text(spec + "network: {interfaces: [eth9], exclude_hcas: [mlx5_9]}\n"
+                                         "env: {FOO_W17A: bar}\n")
+    said = ("network.interfaces (eth9), network.exclude_hcas (mlx5_9) are not applied on the local target: its "
+            "simulated nodes have one interface (eth0) and no HCA or RDMA device")
+    for verb in (["validate"], ["up", "--hold", "--dry-run"]):
+        code, out, err = run_cli(capsys, *verb)
+        assert said in one_line(out + err), (verb, out, err)
+    (proj / "nodeweave.yaml").write_text(spec + "env: {FOO_W17A: bar}\n")  # nothing left out: nothing said
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and "not applied on the local target" not in out + err
