@@ -12,7 +12,8 @@ from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
-                                              open_cluster, reach_options, remember_up, say, show_plan, spec_command)
+                                              foretold, open_cluster, reach_options, remember_up, say, show_plan,
+                                              spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, emit_names, is_data,
                                         output_option, runs_folder_read, runs_parent, spec_job, tell)
@@ -128,8 +129,8 @@ def up_command(
         raise UsageError(f"{certain}; nothing was started or recorded")
     unpullable = _unpullable(backend, plan)
     mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
-    said = [*([f"the real up would end with exit 2: {certain}"] if certain else [f"note: {missing}"] if missing
-              else []), *([f"the real up would end with exit 2: {crowded}"] if crowded else []),
+    said = [*([foretold("up", 2, crowded)] if crowded else []),  # the real up refuses it first
+            *([foretold("up", 2, certain)] if certain else [f"note: {missing}"] if missing else []),
             *(f"note: {note}" for note in mounted),
             *([f"warning: {unpullable}"] if unpullable else []),
             *([f"note: {pull_note(fetch, backend.engine)}"] if fetch and dry_run else [])]
@@ -143,7 +144,7 @@ def up_command(
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
     for problem in (absent, busy):  # a dry run (the real up refused above)
         if problem:
-            plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))
+            plan = replace(plan, notes=(*plan.notes, foretold("up", 3, problem)))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
@@ -265,7 +266,7 @@ def down_command(
         from dataclasses import replace
 
         plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down"),
-                                    *([f"the real down would end with exit 3: {busy}"] if busy else [])))
+                                    *([foretold("down", 3, busy)] if busy else [])))
         show_plan(plan, fmt, backend, None, "down")
         return
     if busy:
@@ -533,6 +534,8 @@ def shell_command(
         if refused:
             tell(f"note: the real shell would end with exit 2: {refused}")
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
+        if refused:  # certain before anything starts: the real exit (walk17a A9)
+            raise typer.Exit(2)
         return
     require_up(backend, [chosen], "shell")
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))

@@ -13,7 +13,7 @@ from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
-                                              say, show_plan, spec_command)
+                                              foretold, say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, judge_runs_written,
@@ -175,11 +175,11 @@ def run_command(
     said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, "" if missing else script_note(
                 spec, spec_path, command, launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
-    said += [f"the real run would end with exit 2: {missing}"] if missing else []
-    said += [f"the real run would end with exit 2: {held}"] if held else []
-    said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
+    said += [foretold("run", 2, held)] if held else []  # in the order the real run refuses them
+    said += [foretold("run", 2, crowded)] if crowded else []  # the spec's count, this machine
+    said += [foretold("run", 2, missing)] if missing else []
     said += [f"warning: {line}" for line in [crowded_note(backend, len(nodes), nproc_per_node, spec)] if line]
-    said += [f"the real run would end with exit 2: {lacking}"] if lacking else []
+    said += [foretold("run", 2, lacking)] if lacking else []
     if profile is not None and not lacking:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
