@@ -189,19 +189,23 @@ def test_network_fields_the_local_target_leaves_out_are_said(proj, capsys):
 
 # -- class 7: a dry run ends with the real exit where the refusal is certain from what it read ---------------------
 def test_a_dry_run_ends_with_the_real_exit_of_a_certain_refusal(proj, capsys, monkeypatch):
+    from nodeweave.cli.habits import clusteropts
     from nodeweave.cluster.backends import local
 
     monkeypatch.setattr(local, "torch_processes_fit", lambda cpus=None, memory=None: (8, 2, 24 << 30))
     spec = (proj / "nodeweave.yaml").read_text()
-    cases = [(["run", "--dry-run", "--", "missing.py"], spec, 2, "the real run would end with exit 2"),
-             (["run", "--dry-run", "--", "train.py"], spec + "gpus_per_node: 5\n", 2,
-              "the real run would end with exit 2: nodeweave.yaml: gpus_per_node: 5"),
-             (["up", "--run", "--dry-run"], spec + "gpus_per_node: 5\n", 2, "the real up would end with exit 2"),
-             (["shell", "--dry-run"], spec, 2, "the real shell would end with exit 2: shell's input is not a terminal")]
-    for argv, text, code, said in cases:
-        (proj / "nodeweave.yaml").write_text(text)
-        got, out, err = run_cli(capsys, *argv)
-        assert got == code and said in one_line(out + err), (argv, got, out, err)
+    (proj / "nodeweave.yaml").write_text(spec + "gpus_per_node: 5\n")  # up reads nothing on nodes: certain
+    code, out, err = run_cli(capsys, "up", "--run", "--dry-run")
+    assert code == 2 and "the real up would end with exit 2: nodeweave.yaml: gpus_per_node: 5" in one_line(out + err)
+    (proj / "nodeweave.yaml").write_text(spec.replace("train.py", "missing.py"))
+    code, out, err = run_cli(capsys, "up", "--run", "--dry-run")
+    assert code == 2 and "the real up would end with exit 2" in one_line(out + err), (code, out, err)
     (proj / "nodeweave.yaml").write_text(spec)
-    got, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")  # only nothing up: a note, exit 0
-    assert got == 0 and "the real run would end with exit 3" in one_line(out + err), (got, out, err)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--", "missing.py")  # nothing up: the real run ends on
+    assert code == 0 and "the real run would end with exit 3" in one_line(out + err), (code, out, err)  # that, a note
+    monkeypatch.setattr(clusteropts, "would_fail", lambda backend, nodes, verb: [])  # the nodes up and answering
+    for argv, said in ((["run", "--dry-run", "--", "missing.py"], "the real run would end with exit 2"),
+                       (["shell", "--dry-run"], "the real shell would end with exit 2: shell's input is not a "
+                                                "terminal")):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and said in one_line(out + err), (argv, code, out, err)

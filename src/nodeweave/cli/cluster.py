@@ -533,9 +533,8 @@ def shell_command(
         refused = shell_input_problem()  # as the real shell says it (walk15 A29), beside the plan it shares
         if refused:
             tell(f"note: the real shell would end with exit 2: {refused}")
-        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
-        if refused:  # certain before anything starts: the real exit (walk17a A9)
-            raise typer.Exit(2)
+        # exit 2 after the plan where the node is up (walk17a A9): certain, as the real shell's refusal
+        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell", ends=2 if refused else 0)
         return
     require_up(backend, [chosen], "shell")
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))

@@ -285,9 +285,9 @@ def foretold(verb: str, code: int, line: str) -> Foretold:
     return note
 
 
-def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
+def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: int = 0) -> None:
     """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``;
-    then the exit of its first :class:`Foretold` note, if any.
+    then the exit of its first :class:`Foretold` note, if any, else ``ends`` (a refusal the verb said itself).
 
     With ``backend``, its notes say what the real run would meet first, as ``image build --dry-run``
     does: this machine lacks the target's tool, or (``nodes``) the nodes are not up.
@@ -297,14 +297,16 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
     from nodeweave.cli.habits.output import emit
     from nodeweave.plan import plan_lines
 
+    failing = would_fail(backend, nodes, verb) if backend is not None else []
     if backend is not None:
         said = getattr(backend, "target_note", "")  # the spec's section the default target does not read (A25)
-        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes,
-                                    *would_fail(backend, nodes, verb)))
+        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes, *failing))
     if not emit(plan.to_dict(), fmt):
         for line in plan_lines(plan):
             typer.echo(line)
-    ending = next((note.exit_code for note in plan.notes if isinstance(note, Foretold)), 0)
+    if any(not isinstance(note, Foretold) for note in failing):
+        return  # nothing up, or the platform not reached: the real verb ends on that first; its dry run notes it
+    ending = next((note.exit_code for note in plan.notes if isinstance(note, Foretold)), ends)
     if ending:
         raise typer.Exit(ending)
 
