@@ -27,8 +27,7 @@ def nodeweave(spec, *args):
 
 def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
     out = nodeweave(spec, "up", "--hold", "--dry-run", "--engine", "podman")
-    # 3 where this machine's store lacks the image: certain from what the dry run read (walk17a A8-A10)
-    assert out.returncode == 0 or out.returncode == 3 and "is not built here" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0, out.stderr
     assert "NODEWEAVE_MODE=hold" in out.stdout and ".nodeweave/cli/compose.yaml up -d" in out.stdout
     assert "would write .nodeweave/cli/compose.yaml" in out.stdout  # the job's own, beside its token
     assert not (spec.parent / "compose").exists() and not (spec.parent / ".nodeweave").exists()
@@ -136,9 +135,7 @@ def test_a_check_is_in_the_dry_run_of_run_and_up(spec, verb):
     import json
 
     out = nodeweave(spec, *verb, "--dry-run", "--engine", "podman")
-    # up: 3 where this machine's store lacks the image, certain from what the dry run read (walk17a A8-A10)
-    assert out.returncode == 0 or verb[0] == "up" and out.returncode == 3 and "is not built here" in out.stdout, \
-        out.stdout + out.stderr
+    assert out.returncode == 0, out.stderr
     workers = [line for line in out.stdout.splitlines() if "-m nodeweave.check.worker" in line]
     assert [line.split()[2] for line in workers] == ["cli-0", "cli-1"], out.stdout
     plan = json.loads(nodeweave(spec, *verb, "--dry-run", "--engine", "podman", "-o", "json").stdout)

@@ -142,9 +142,12 @@ def up_command(
                        notes=(*plan.notes, unchanged_line(backend, live)))
     elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
-    for problem in (absent, busy):  # a dry run (the real up refused above)
-        if problem:
-            plan = replace(plan, notes=(*plan.notes, foretold("up", 3, problem)))
+    # a dry run (the real up refused above): a run in progress is certain, the real exit; an image not built yet is
+    # a step not taken yet, as nothing up is for the other verbs: a note, exit 0
+    if absent:
+        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
+    if busy:
+        plan = replace(plan, notes=(*plan.notes, foretold("up", 3, busy)))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
