@@ -154,11 +154,15 @@ def test_an_engine_said_against_the_record_is_said_as_that(proj, capsys, monkeyp
 
 # -- class 5: the processes this machine holds, counted alike at up and at run ------------------------------------
 def test_run_counts_the_processes_of_every_node_as_up_does(proj, capsys, monkeypatch):
+    from nodeweave.cli.habits import clusteropts
     from nodeweave.cluster.backends import local
 
     monkeypatch.setattr(local, "torch_processes_fit", lambda cpus=None, memory=None: (8, 2, 24 << 30))
     spec = (proj / "nodeweave.yaml").read_text()
     (proj / "nodeweave.yaml").write_text(spec.replace("nodes: 2", "nodes: 10"))
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")  # nothing up: up says it, not run
+    assert code == 0 and "fit here" not in out + err, out + err
+    monkeypatch.setattr(clusteropts, "would_fail", lambda backend, nodes, verb: [])  # the 10 nodes up, answering
     code, out, err = run_cli(capsys, "run", "--dry-run", "--", "train.py")  # 10 x 1: said, as up says it
     assert code == 0 and "warning: 10 node containers on this machine (2 CPU(s), 24 GiB): each imports torch " \
         "(~0.5 GiB), so about 8 fit here" in one_line(out + err), out + err

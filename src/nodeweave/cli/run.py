@@ -178,7 +178,6 @@ def run_command(
     said += [foretold("run", 2, held)] if held else []  # in the order the real run refuses them
     said += [foretold("run", 2, crowded)] if crowded else []  # the spec's count, this machine
     said += [foretold("run", 2, missing)] if missing else []
-    said += [f"warning: {line}" for line in [crowded_note(backend, len(nodes), nproc_per_node, spec)] if line]
     said += [foretold("run", 2, lacking)] if lacking else []
     if profile is not None and not lacking:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
@@ -196,9 +195,12 @@ def run_command(
     from dataclasses import replace
 
     plan = replace(plan, notes=(*plan.notes, *said))  # the plan's: its dry run's text and -o json, the executed one's
+    # more one-process nodes up than this machine holds: said as up said it, where they are up (walk17a A23)
+    crowded_up = [f"warning: {line}" for line in [crowded_note(backend, len(nodes), nproc_per_node, spec)] if line]
     if dry_run:
-        show_plan(plan, fmt, backend, nodes, "run")
+        show_plan(plan, fmt, backend, nodes, "run", if_up=crowded_up)
         return
+    plan = replace(plan, notes=(*plan.notes, *crowded_up))
     if detach:  # the plan is executed in the background run: its notes are said here (executed, the plan says them)
         for line in said:
             typer.echo(f"nodeweave: {line}", err=True)

@@ -285,9 +285,10 @@ def foretold(verb: str, code: int, line: str) -> Foretold:
     return note
 
 
-def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: int = 0) -> None:
+def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: int = 0, if_up=()) -> None:
     """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``;
     then the exit of its first :class:`Foretold` note, if any, else ``ends`` (a refusal the verb said itself).
+    ``if_up``: notes said only where nothing says the nodes are not up (where they are not, ``up`` says them).
 
     With ``backend``, its notes say what the real run would meet first, as ``image build --dry-run``
     does: this machine lacks the target's tool, or (``nodes``) the nodes are not up.
@@ -300,7 +301,8 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: in
     failing = would_fail(backend, nodes, verb) if backend is not None else []
     if backend is not None:
         said = getattr(backend, "target_note", "")  # the spec's section the default target does not read (A25)
-        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes, *failing))
+        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes, *failing,
+                                    *([] if failing else if_up)))
     if not emit(plan.to_dict(), fmt):
         for line in plan_lines(plan):
             typer.echo(line)
