@@ -35,6 +35,7 @@ def folder(tmp_path, monkeypatch):
     """A spec, and a PATH whose docker and podman both exist and answer nothing (exit 1), as a machine with
     both installed and neither running."""
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")  # up's script there: its dry run is refused on nothing else
     (tmp_path / "x.py").write_text("print(1)\n")
     tools = tmp_path / "bin"
     tools.mkdir()

@@ -31,6 +31,10 @@ VERBS = {
 }
 
 
+# the script is not in the folder: up reads nothing on nodes, so its dry run ends with the real exit (walk17a A8-A10)
+ENDS = {"up --dry-run": 2}
+
+
 @pytest.fixture
 def here(tmp_path, monkeypatch):
     """The folder the verbs run in, holding neither the spec nor its script: a spec elsewhere (a pipe's folder,
@@ -73,7 +77,7 @@ def from_named_pipe(words, folder: Path, pipes: Path):
 def test_a_spec_from_a_named_pipe_has_the_current_folder(here, tmp_path, verb):
     words, names = VERBS[verb]
     done, read, fifo = from_named_pipe(words, here, tmp_path / "pipes")
-    assert done.returncode == 0, said(done)
+    assert done.returncode == ENDS.get(verb, 0), said(done)
     assert read, "the verb never read the spec from the pipe"
     assert names(here) in said(done), said(done)
     assert str(fifo.parent) not in said(done).replace(str(fifo), "SPEC")  # named as the spec, never its folder
@@ -91,7 +95,7 @@ def test_a_spec_from_dev_fd_has_the_current_folder(here, verb):
                                  timeout=120)
     finally:
         os.close(read_end)
-    assert done.returncode == 0, said(done)
+    assert done.returncode == ENDS.get(verb, 0), said(done)
     assert names(here) in said(done), said(done)
     assert "/dev/fd" not in said(done).replace(f"/dev/fd/{read_end}:", "")  # named as the spec, never its folder
     assert list(here.iterdir()) == []
@@ -142,7 +146,7 @@ def test_a_spec_linked_from_a_teams_shared_folder_belongs_to_the_project_it_is_l
     (here / "nodeweave.yaml").symlink_to(shared / "team-spec.yaml")
     words, names = VERBS[verb]
     done = cli_run.nodeweave(*words, "--spec", str(here / "nodeweave.yaml"), cwd=str(tmp_path))
-    assert done.returncode == 0, said(done)
+    assert done.returncode == ENDS.get(verb, 0), said(done)
     assert names(here) in said(done), said(done)
     assert str(shared) not in said(done)
     assert sorted(p.name for p in shared.iterdir()) == ["team-spec.yaml"]

@@ -61,12 +61,14 @@ def test_a9_up_named_another_engine_by_the_variable_is_refused_against_the_recor
 
 def test_a9_a_verb_told_the_engine_by_the_variable_uses_it_over_the_remembered_one(capsys, team, monkeypatch):
     """A9: `NODEWEAVE_ENGINE=docker nodeweave down --dry-run` beside a job `up --engine podman` made planned
-    podman's commands, as if the variable were not set: it is --engine, so docker is what the verb asks."""
+    podman's commands, as if the variable were not set: it is --engine, so docker is what the verb asks, and
+    (walk17a A4) docker is not where the record says the job is: refused, naming the variable and the record."""
     fake_engines(team, monkeypatch, "docker")
     _record_told_engine(team, "podman")
     monkeypatch.setenv("NODEWEAVE_ENGINE", "docker")
     code, out, err = run_cli(capsys, "down", "--dry-run")
-    assert "docker" in out + err and "podman-compose" not in out, (code, out, err)
+    assert code == 3 and "podman-compose" not in out, (code, out, err)
+    assert "NODEWEAVE_ENGINE=docker in this environment asks for docker" in " ".join(err.split())
 
 
 class _Console:

@@ -314,6 +314,7 @@ def test_a_flag_that_does_nothing_for_the_target_is_refused_on_every_verb(capsys
 def test_flags_for_the_chosen_target_are_still_taken(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")  # the script there: up's dry run ends 2 on a missing one (walk17a)
     code, out, err = run_cli(capsys, "up", "--target", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/x",
                              "--ssh-option", "Port=22", "--engine", "podman", "--dry-run")
     assert code == 0, err
@@ -556,6 +557,7 @@ def test_an_invalid_image_in_the_environment_is_refused_naming_the_variable(caps
     assert code == EXIT_USAGE
     assert "NODEWEAVE_IMAGE='UPPER:tag' from this environment is not an image reference" in one_line(err)
     monkeypatch.setenv("NODEWEAVE_IMAGE", "ghcr.io/x/y:t")
+    (tmp_path / "t.py").write_text("print(1)\n")  # the script there: up's dry run ends 2 on a missing one (walk17a)
     code, out, _ = run_cli(capsys, "up", "--dry-run")
     assert code == 0 and "ghcr.io/x/y:t" in out
 

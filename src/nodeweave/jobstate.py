@@ -200,15 +200,9 @@ def hold_job(spec_dir: Path, job: str, verb: str) -> None:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        handle.seek(0)
-        words = handle.read(200).split()
-        handle.close()
-        other = f"`nodeweave {words[1]}`" if len(words) > 1 and words[1] in CHANGES_THE_JOB else "another nodeweave"
-        pid = f"pid {words[0]}" if words and words[0].isdigit() else "its pid not yet written"
-        since = (f", since {time.strftime('%H:%M:%S', time.gmtime(int(words[2])))} UTC"
-                 if len(words) > 2 and words[2].isdigit() else "")
+        words = _holder(handle)
         raise EnvironmentProblem(
-            f"{other} ({pid}{since}) is changing job {job} from this folder ({state.shown(path)} is locked): a "
+            f"{_who(words)} is changing job {job} from this folder ({state.shown(path)} is locked): a "
             f"second `nodeweave {verb}` now would race it on the job's token, compose file and nodes; wait for it "
             f"to end (`nodeweave status` then shows the nodes), or end it first"
             + (f" (`kill {words[0]}`)" if words and words[0].isdigit() else "") + "; nothing was started or recorded")
@@ -217,3 +211,49 @@ def hold_job(spec_dir: Path, job: str, verb: str) -> None:
     handle.write(f"{os.getpid()} {verb} {int(time.time())}\n")
     handle.flush()
     _HELD[path] = handle
+
+
+def _holder(handle) -> "list[str]":
+    """The words the lock's holder wrote (pid, verb, start), read from ``handle``, which is then closed."""
+    handle.seek(0)
+    words = handle.read(200).split()
+    handle.close()
+    return words
+
+
+def _who(words: "list[str]") -> str:
+    """```nodeweave up` (pid N, since HH:MM:SS UTC)``: the holder as the refusals name it."""
+    import time
+
+    other = f"`nodeweave {words[1]}`" if len(words) > 1 and words[1] in CHANGES_THE_JOB else "another nodeweave"
+    pid = f"pid {words[0]}" if words and words[0].isdigit() else "its pid not yet written"
+    since = (f", since {time.strftime('%H:%M:%S', time.gmtime(int(words[2])))} UTC"
+             if len(words) > 2 and words[2].isdigit() else "")
+    return f"{other} ({pid}{since})"
+
+
+def refuse_while_changing(spec_dir: Path, job: str, verb: str) -> None:
+    """Exit 3 naming the holder while an ``up`` or ``down`` of another process changes job ``job``: a verb that
+    uses the nodes would land in containers being removed or recreated (walk17a A31: a run recorded podman's
+    "container state improper" as each node's exit). Only asks: opens no file for writing, creates nothing."""
+    import fcntl
+
+    from nodeweave.errors import EnvironmentProblem
+
+    state = JobState(spec_dir, job)
+    path = state.folder / BUSY_FILE
+    if path in _HELD or path.is_symlink() or not path.is_file():
+        return
+    try:
+        handle = open(path, "r", encoding="utf-8")
+    except OSError:
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        words = _holder(handle)
+        raise EnvironmentProblem(
+            f"{_who(words)} is changing job {job}'s nodes from this folder ({state.shown(path)} is locked): "
+            f"`nodeweave {verb}` now would land in nodes being removed or recreated; wait for it to end "
+            f"(`nodeweave status` then shows the nodes); nothing was started or recorded")
+    handle.close()

@@ -12,7 +12,8 @@ from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
-                                              open_cluster, reach_options, remember_up, say, show_plan, spec_command)
+                                              foretold, open_cluster, reach_options, remember_up, say, show_plan,
+                                              spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, emit_names, is_data,
                                         output_option, runs_folder_read, runs_parent, spec_job, tell)
@@ -83,6 +84,10 @@ def up_command(
 
         raise EnvironmentProblem(absent)
     from nodeweave.cluster.onbackend import recreate_note, unchanged_line, up_over
+    from nodeweave.cluster.pullable import pull, pull_note, to_pull
+
+    # an image the engine's store lacks, from a registry: the real up pulls it first (walk17a A18)
+    fetch = to_pull(plan.image, getattr(backend, "detected", None)) if backend.target == "local" else None
 
     busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     live = live if backend.recreates_nodes else []
@@ -99,6 +104,12 @@ def up_command(
             raise EnvironmentProblem(unreached_line(backend, unreached) + "; nothing was started or recorded")
         if busy:
             raise EnvironmentProblem(busy + "; nothing was started or recorded")
+        if fetch:  # before any node is removed or recreated: a typo of the image takes nothing down (walk17a A18)
+            out.print(f"pulling image {fetch} ({backend.engine}'s store lacks it) before any node is touched",
+                      highlight=False, markup=False)
+            failed = pull(fetch, backend.engine)
+            if failed:
+                raise EnvironmentProblem(failed + "; nothing was started or recorded, and no node was touched")
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
@@ -118,10 +129,11 @@ def up_command(
         raise UsageError(f"{certain}; nothing was started or recorded")
     unpullable = _unpullable(backend, plan)
     mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
-    said = [*([f"the real up would end with exit 2: {certain}"] if certain else [f"note: {missing}"] if missing
-              else []), *([f"the real up would end with exit 2: {crowded}"] if crowded else []),
+    said = [*([foretold("up", 2, crowded)] if crowded else []),  # the real up refuses it first
+            *([foretold("up", 2, certain)] if certain else [f"note: {missing}"] if missing else []),
             *(f"note: {note}" for note in mounted),
-            *([f"warning: {unpullable}"] if unpullable else [])]
+            *([f"warning: {unpullable}"] if unpullable else []),
+            *([f"note: {pull_note(fetch, backend.engine)}"] if fetch and dry_run else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
     if unchanged:  # compose's habit: nodes already up as this up starts them are left running (walk12c C7)
         from nodeweave.plan import CommandsPhase, FilesPhase
@@ -130,9 +142,12 @@ def up_command(
                        notes=(*plan.notes, unchanged_line(backend, live)))
     elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
-    for problem in (absent, busy):  # a dry run (the real up refused above)
-        if problem:
-            plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {problem}"))
+    # a dry run (the real up refused above): a run in progress is certain, the real exit; an image not built yet is
+    # a step not taken yet, as nothing up is for the other verbs: a note, exit 0
+    if absent:
+        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
+    if busy:
+        plan = replace(plan, notes=(*plan.notes, foretold("up", 3, busy)))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
@@ -254,7 +269,7 @@ def down_command(
         from dataclasses import replace
 
         plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down"),
-                                    *([f"the real down would end with exit 3: {busy}"] if busy else [])))
+                                    *([foretold("down", 3, busy)] if busy else [])))
         show_plan(plan, fmt, backend, None, "down")
         return
     if busy:
@@ -521,7 +536,8 @@ def shell_command(
         refused = shell_input_problem()  # as the real shell says it (walk15 A29), beside the plan it shares
         if refused:
             tell(f"note: the real shell would end with exit 2: {refused}")
-        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
+        # exit 2 after the plan where the node is up (walk17a A9): certain, as the real shell's refusal
+        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell", ends=2 if refused else 0)
         return
     require_up(backend, [chosen], "shell")
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))

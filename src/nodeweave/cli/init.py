@@ -676,6 +676,10 @@ def validate(
         notes += [note for note in [script_note(spec, spec_path, command, spec.launcher.type, here=here)] if note]
         notes += missing_volume_notes(spec, spec_path) if here else []  # mounted, missing here (walk6 M7)
         notes += build_link_notes(spec, spec_path)
+    if not spec.hosts:  # up's default target is local: the fields it leaves out, as up says them (walk17a A25)
+        from nodeweave.targets.compose.local import dropped_note
+
+        notes += [note for note in [dropped_note(spec)] if note]
     recovering = spec.recovery.enabled
     summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.max if recovering else spec.nodes.min,
                "nodes_max": spec.nodes.max, "min_nodes": spec.nodes.min,

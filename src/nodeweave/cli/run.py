@@ -13,7 +13,7 @@ from nodeweave.cli.habits.coercion import seconds_option
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
-                                              say, show_plan, spec_command)
+                                              foretold, say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, judge_runs_written,
@@ -175,10 +175,10 @@ def run_command(
     said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, "" if missing else script_note(
                 spec, spec_path, command, launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
-    said += [f"the real run would end with exit 2: {missing}"] if missing else []
-    said += [f"the real run would end with exit 2: {held}"] if held else []
-    said += [f"the real run would end with exit 2: {crowded}"] if crowded else []  # the spec's count, this machine
-    said += [f"the real run would end with exit 2: {lacking}"] if lacking else []
+    said += [foretold("run", 2, held)] if held else []  # in the order the real run refuses them
+    said += [foretold("run", 2, crowded)] if crowded else []  # the spec's count, this machine
+    said += [foretold("run", 2, missing)] if missing else []
+    said += [foretold("run", 2, lacking)] if lacking else []
     if profile is not None and not lacking:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
@@ -195,9 +195,12 @@ def run_command(
     from dataclasses import replace
 
     plan = replace(plan, notes=(*plan.notes, *said))  # the plan's: its dry run's text and -o json, the executed one's
+    # more one-process nodes up than this machine holds: said as up said it, where they are up (walk17a A23)
+    crowded_up = [f"warning: {line}" for line in [crowded_note(backend, len(nodes), nproc_per_node, spec)] if line]
     if dry_run:
-        show_plan(plan, fmt, backend, nodes, "run")
+        show_plan(plan, fmt, backend, nodes, "run", if_up=crowded_up)
         return
+    plan = replace(plan, notes=(*plan.notes, *crowded_up))
     if detach:  # the plan is executed in the background run: its notes are said here (executed, the plan says them)
         for line in said:
             typer.echo(f"nodeweave: {line}", err=True)
@@ -410,11 +413,26 @@ def past_this_machine(backend, nodes: int, nproc: Optional[str], spec, spec_path
     too_many = machine_too_small(nodes, processes=per_node, ask=False) if per_node > 1 else []
     if too_many:
         given = f"--nproc-per-node {nproc}" if nproc is not None else f"{spec_path.name}: gpus_per_node: {spec.gpus_per_node}"
-        most = max(1, torch_processes_fit()[0] // nodes)
+        most = torch_processes_fit()[0] // nodes
         instead = "--nproc-per-node" if nproc is not None else "gpus_per_node:"
-        return (f"{given}: {too_many[0]}; accepted: {instead} 1 to {most} for {nodes} node(s) on the local target "
-                "here, or a cluster target (-t kubernetes, -t slurm or -t hosts)")
+        # never a range itself past the limit (walk17a A23: "1 to 1" offered for 10 nodes where 8 fit)
+        fewer = (f"{instead} 1 to {most} for {nodes} node(s) on the local target here" if most >= 1 else
+                 f"fewer nodes (nodes: in {spec_path.name}, then `nodeweave up`): {nodes} node(s) of one process "
+                 "each are past it already")
+        return f"{given}: {too_many[0]}; accepted: {fewer}, or a cluster target (-t kubernetes, -t slurm or -t hosts)"
     return ""
+
+
+def crowded_note(backend, nodes: int, nproc: Optional[str], spec) -> str:
+    """``up``'s own note when the nodes alone, one process each, are more than this machine holds: a run of one
+    process a node on them is said so too (walk17a A23: 10 nodes were noted at up, their run planned in silence),
+    the one rule (``local.machine_too_small``) counting processes either way."""
+    if backend.target != "local":
+        return ""
+    from nodeweave.cluster.backends.local import cpu_processes, machine_too_small, spec_processes
+
+    per_node = cpu_processes(nproc) if nproc is not None else spec_processes(spec)
+    return next(iter(machine_too_small(nodes) if per_node == 1 else []), "")
 
 
 def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[str]:

@@ -210,6 +210,8 @@ def progress_names(phase) -> "tuple[list[str], str]":
     """The names a phase's work marks as it goes (``nodeprogress``) and what they are: its nodes (sync, stop, exec),
     or its local steps where there are several (``up``/``down`` on hosts: one per host); none for the rest."""
     nodes = getattr(phase, "nodes", None)
+    if isinstance(phase, WaitPhase):  # nothing to mark: each node is as the platform says (walk17a A13)
+        return [], "node"
     if nodes and all(hasattr(n, "node") for n in nodes):
         return [n.node for n in nodes], "node"
     steps = getattr(phase, "steps", None) if isinstance(phase, CommandsPhase) else None
@@ -248,8 +250,8 @@ def interrupted_line(plan: Plan, phase, number: int, job: Optional[Execution] = 
     from nodeweave import nodeprogress
 
     where = nodeprogress.said()  # each node's (or step's) state in that phase (walk12c C15), grouped, as ranges
-    if not where and job is not None and plan.verb in ASKED_AFTER and isinstance(phase, CommandsPhase):
-        where = platform_now(job)  # one step for every node (compose, kubectl apply): the platform is asked
+    if not where and job is not None and plan.verb in ASKED_AFTER and isinstance(phase, (CommandsPhase, WaitPhase)):
+        where = platform_now(job)  # one step for every node (compose, kubectl apply), or the wait: the platform says
     return (f"interrupted: {plan.verb} stopped at step {number} of {len(plan.phases)} ({what})"
             + (f"; {where}" if where else "") + f"; {after}")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from nodeweave.cluster.base import Backend, Node, nothing_to, start_hint
+from nodeweave.cluster.base import MOUNTED_SYNC, Backend, Node, nothing_to, start_hint
 from nodeweave.entrypoint.nodelists import noted_ranges
 from nodeweave.errors import EnvironmentProblem
 
@@ -267,12 +267,30 @@ def unreached_line(backend: Backend, unreached: "list[tuple[str, str]]") -> str:
 def require_up(backend: Backend, nodes: List[Node], verb: str) -> None:
     """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``; on bare
     hosts, when ssh reaches a host of ``nodes`` at all, with status's line (nothing run, no run folder made)."""
+    refuse_changing(backend, verb)
     unreached = unreached_hosts(backend, nodes)
     if unreached:
         raise EnvironmentProblem(unreached_line(backend, unreached))
     line = down_line(backend, nodes, verb)
     if line is not None:
         raise EnvironmentProblem(line)
+
+
+# The verbs that only read what the nodes are (and are named so to live_nodes and require_up): they go on while an
+# `up` or `down` changes the nodes; every other verb that uses them waits for it (walk17a A31).
+ONLY_READ = ("logs", "read logs of", "watch", "fingerprint")
+
+
+def refuse_changing(backend: Backend, verb: str) -> None:
+    """Exit 3 naming the `up` or `down` (pid, since) of another process that holds the job's lock, for a verb that
+    uses the nodes (run, exec, sync, check, stop, shell, ask), its dry run too: the real one would be refused so."""
+    folder = getattr(backend, "spec_dir", None)
+    if verb in ONLY_READ or folder is None:
+        return
+    from nodeweave.jobstate import refuse_while_changing
+
+    named = {MOUNTED_SYNC: "sync", "open a shell in": "shell"}.get(verb, verb)
+    refuse_while_changing(folder, backend.spec.name, named)
 
 
 def no_nodes_line(backend: Backend, verb: str) -> str:
@@ -286,6 +304,7 @@ def no_nodes_line(backend: Backend, verb: str) -> str:
 
 def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]:
     """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
+    refuse_changing(backend, verb)
     nodes = backend.nodes(dry_run=dry_run)
     if not nodes:
         raise EnvironmentProblem(no_nodes_line(backend, verb) + renamed_tail(backend))

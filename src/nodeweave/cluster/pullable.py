@@ -102,3 +102,36 @@ def built_elsewhere(ref: Optional[str], engine: Optional[str], owner: str) -> Op
     if not labels or labels is ABSENT or not labels.get(IMAGE_OWNER_LABEL) or labels[IMAGE_OWNER_LABEL] == owner:
         return None
     return labels.get(IMAGE_FOLDER_LABEL) or f"another folder (mark {labels[IMAGE_OWNER_LABEL]})"
+
+
+def to_pull(ref: Optional[str], engine: Optional[str]) -> Optional[str]:
+    """``ref`` when ``engine``'s store answered that it lacks it and it comes from a registry (not this machine's
+    own: :func:`absent_here` says that one): ``up`` pulls it before it removes or recreates any node (walk17a
+    A18: a typo of the image took both running nodes down, then failed as "no container")."""
+    if not ref or not engine or machine_local(ref):
+        return None
+    return ref if stored_labels(ref, engine) is ABSENT else None
+
+
+def pull_note(ref: str, engine: str) -> str:
+    """What the dry run of an ``up`` that must pull ``ref`` says of it."""
+    return (f"image {ref} is not in {engine}'s store: the real up pulls it before any node is removed or "
+            f"recreated, and stops there (exit 3, nothing taken down) if it cannot")
+
+
+def pull(ref: str, engine: str) -> Optional[str]:
+    """Pull ``ref`` into ``engine``'s store; one sentence naming the image and the engine's last line when that
+    fails (a typo, a registry not reached), None once it is there."""
+    import subprocess
+
+    try:
+        answer = subprocess.run([engine, "pull", ref], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        last = str(e)
+    else:
+        if answer.returncode == 0:
+            return None
+        lines = [line.strip() for line in (answer.stderr or answer.stdout or "").splitlines() if line.strip()]
+        last = lines[-1] if lines else f"exit {answer.returncode}"
+    return (f"image {ref} could not be found or pulled (`{engine} pull {ref}`: {last}): give --image with a tag "
+            f"`{engine} images` lists, or one a registry you reach has")

@@ -99,11 +99,25 @@ def recorded_engine(spec, made, checked: ClusterOptions, for_up: bool) -> Cluste
     said = checked.engine or (engine_said() if checked.target == "local" else None)
     if said is None:
         return replace(checked, engine=made["engine"])
-    if for_up and said != made["engine"]:
-        where = made.get("where") or made["engine"]
+    if said == made["engine"]:
+        return checked
+    import os
+
+    from nodeweave.engines import ENGINE_VARIABLE
+
+    where = made.get("where") or made["engine"]
+    by_variable = not checked.engine or os.environ.get(ENGINE_VARIABLE) == said  # the variable, named as such
+    source = f"{ENGINE_VARIABLE}={said} in this environment" if by_variable else f"--engine {said}"
+    if for_up:
         raise EnvironmentProblem(
             f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} up on {made['engine']} ({where}), and this up "
-            f"would start it on {said}: a second cluster beside the first, which down, status and logs would then "
-            f"no longer see; `nodeweave down --engine {made['engine']}` takes the recorded one down first (then "
-            f"`nodeweave up --engine {said}`)")
-    return checked
+            f"would start it on {said} ({source}): a second cluster beside the first, which down, status and logs "
+            f"would then no longer see; `nodeweave down --engine {made['engine']}` takes the recorded one down first "
+            f"(then `nodeweave up --engine {said}`)")
+    # every other verb: the cluster is where up made it, and the engine said is not there (walk17a A4: "docker's
+    # daemon does not answer: start it" was said for a cluster up on podman, naming neither)
+    raise EnvironmentProblem(
+        f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} brought up on {made['engine']} ({where}), and "
+        f"{source} asks for {said}, where it is not: "
+        + (f"unset {ENGINE_VARIABLE}" if by_variable else "leave out --engine")
+        + f" (every verb then follows the record), or give --engine {made['engine']}")

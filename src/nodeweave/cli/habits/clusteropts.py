@@ -269,8 +269,26 @@ def say(out):
     return lambda line: out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
-    """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``.
+class Foretold(str):
+    """A dry run's note of a refusal certain from what the dry run read (the spec, this machine's files and store,
+    nodes that are up and answered): the dry run shows its plan, then ends with the real verb's exit code, so a
+    script's ``VERB --dry-run && VERB`` gate stops where the real verb would (walk17a A8-A10). What only nodes
+    that are up would tell, and nothing is up, stays a plain note, exit 0 (``would_fail``)."""
+
+    exit_code = 1
+
+
+def foretold(verb: str, code: int, line: str) -> Foretold:
+    """``the real VERB would end with exit CODE: LINE``, ending its dry run with ``code``."""
+    note = Foretold(f"the real {verb} would end with exit {code}: {line}")
+    note.exit_code = code
+    return note
+
+
+def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: int = 0, if_up=()) -> None:
+    """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``;
+    then the exit of its first :class:`Foretold` note, if any, else ``ends`` (a refusal the verb said itself).
+    ``if_up``: notes said only where nothing says the nodes are not up (where they are not, ``up`` says them).
 
     With ``backend``, its notes say what the real run would meet first, as ``image build --dry-run``
     does: this machine lacks the target's tool, or (``nodes``) the nodes are not up.
@@ -280,14 +298,19 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
     from nodeweave.cli.habits.output import emit
     from nodeweave.plan import plan_lines
 
+    failing = would_fail(backend, nodes, verb) if backend is not None else []
     if backend is not None:
         said = getattr(backend, "target_note", "")  # the spec's section the default target does not read (A25)
-        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes,
-                                    *would_fail(backend, nodes, verb)))
-    if emit(plan.to_dict(), fmt):
-        return
-    for line in plan_lines(plan):
-        typer.echo(line)
+        plan = replace(plan, notes=(*([said] if said and said not in plan.notes else []), *plan.notes, *failing,
+                                    *([] if failing else if_up)))
+    if not emit(plan.to_dict(), fmt):
+        for line in plan_lines(plan):
+            typer.echo(line)
+    if any(not isinstance(note, Foretold) for note in failing):
+        return  # nothing up, or the platform not reached: the real verb ends on that first; its dry run notes it
+    ending = next((note.exit_code for note in plan.notes if isinstance(note, Foretold)), ends)
+    if ending:
+        raise typer.Exit(ending)
 
 
 def first_refusal(backend):
@@ -324,11 +347,20 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
         line = str(err)
     except NodeweaveError as err:  # it answered with an error (a scheduler with no controller): a note, no verdict
         return [f"whether the nodes are up could not be asked: {err}"]
-    if line:
-        return [f"the real {verb} would end with exit 3: {line}"]
+    if line:  # a note where nothing is up; certain where some of the nodes are up and others not (walk17a A10)
+        return [foretold(verb, 3, line) if _some_up(backend, nodes)
+                else f"the real {verb} would end with exit 3: {line}"]
     if backend.unanswered:
         return [f"whether the nodes are up could not be asked: {backend.unanswered}"]
     return _busy(backend, nodes, verb)
+
+
+def _some_up(backend, nodes) -> bool:
+    """Whether the platform says any of ``nodes`` is up: then the nodes' refusal was read, not guessed."""
+    try:
+        return any(not seen.state.down for seen in backend.states(nodes).values())
+    except Exception:  # noqa: BLE001 - the platform could not be asked: nothing read, a note
+        return False
 
 
 def _busy(backend, nodes, verb: str) -> "list[str]":
@@ -344,7 +376,7 @@ def _busy(backend, nodes, verb: str) -> "list[str]":
         line = busy_line(backend, nodes, verb)
     except (NodeweaveError, OSError):  # the nodes could not be asked: the real verb asks again
         return []
-    return [f"the real {verb} would end with exit 3: {line}"] if line else []
+    return [foretold(verb, 3, line)] if line else []  # the nodes are up and said so: certain
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):

@@ -285,10 +285,13 @@ class LocalCluster(Backend):
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
+        from nodeweave.targets.compose.local import dropped_note
 
         given = dict(self._up_env("hold", image))
         read = interpolated(self.up_compose)
+
         return [*machine_too_small(self.spec.containers, processes=spec_processes(self.spec)),
+                *[note for note in [dropped_note(self.spec)] if note],
                 image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self._image_of_another(image),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 

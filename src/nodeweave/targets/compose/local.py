@@ -34,6 +34,21 @@ PREAMBLE = (
 LOCAL_OMITS = ("interfaces", "exclude_hcas", "hostfile")
 
 
+def dropped_note(spec) -> str:
+    """One sentence naming the spec's network fields the local target leaves out (``LOCAL_OMITS``, and the RDMA
+    devices it never passes), or "": they name the real hosts' NICs, and a setting tried locally seemed to work
+    while no node had it (walk17a A25)."""
+    net = spec.network
+    found = [text for text in (f"network.interfaces ({', '.join(net.interfaces)})" if net.interfaces else "",
+                               f"network.exclude_hcas ({', '.join(net.exclude_hcas)})" if net.exclude_hcas else "",
+                               "network.rdma (true)" if net.rdma else "") if text]
+    if not found:
+        return ""
+    return (f"{', '.join(found)} {'is' if len(found) == 1 else 'are'} not applied on the local target: its "
+            "simulated nodes have one interface (eth0) and no HCA or RDMA device; the cluster targets apply "
+            f"{'it' if len(found) == 1 else 'them'} (-t hosts, -t kubernetes, -t slurm)")
+
+
 def local_service(r: Resolved, local: Resolved, index: int) -> Dict[str, Any]:
     """Simulated node ``index``: the spec's own settings (``r``) on the local variant's image (``local``)."""
     host = f"{r.spec.name}-{index}"
