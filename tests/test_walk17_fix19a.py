@@ -47,14 +47,13 @@ def test_a_non_members_loss_and_return_never_end_the_generation(tmp_path):
 
 def _status(node, tmp_path):
     """``--status`` asked of the job ``node`` (node 0, started by ``recovery_harness.start``) runs."""
-    import subprocess
-
+    import cli_run
     from recovery_harness import ENTRY
 
     argv, env, cwd = node.how
     port = argv[argv.index("--master-port") + 1]
-    out = subprocess.run([*ENTRY, "--status", "--master-addr", "127.0.0.1", "--master-port", port], cwd=cwd,
-                         env=dict(env, TMPDIR=str(tmp_path)), capture_output=True, text=True, timeout=60)
+    out = cli_run.run([*ENTRY, "--status", "--master-addr", "127.0.0.1", "--master-port", port], cwd=cwd,
+                      env=dict(env, TMPDIR=str(tmp_path)), timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

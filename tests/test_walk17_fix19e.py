@@ -113,7 +113,7 @@ def test_explain_on_a_running_jobs_node_plans_its_generations_membership(tmp_pat
     `--nnodes 2 --node-rank 1`, node 1 nothing now."""
     import json
     import os
-    import subprocess
+    import cli_run
     import sys
 
     from nodeweave.entrypoint.running.runstate import job_dir
@@ -125,8 +125,7 @@ def test_explain_on_a_running_jobs_node_plans_its_generations_membership(tmp_pat
         env = {"PATH": os.environ["PATH"], "PYTHONPATH": src, "HOME": str(tmp_path),
                "TMPDIR": str(tmp_path / f"t{node}"), "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
                "NODEWEAVE_NODE_RANK": str(node), "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
-        out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", *flags, "--", "train.py"],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        out = cli_run.entrypoint("--explain", *flags, "--", "train.py", env=env, cwd=tmp_path, timeout=60)
         return env, out
 
     shown = {}
