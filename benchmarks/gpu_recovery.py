@@ -63,6 +63,10 @@ def parse():
     p.add_argument("--node0-pause-step", type=int, default=0, help="freeze node 0 (SIGSTOP its whole tree, as a "
                    "paused VM) at this step of generation 2, for --node0-pause-s, then SIGCONT (0: never)")
     p.add_argument("--node0-pause-s", type=float, default=15.0)
+    p.add_argument("--spare-pause-step", type=int, default=0, help="freeze the spare (SIGSTOP its whole tree, a "
+                   "paused VM) at this step of generation 0 for --spare-pause-s, then SIGCONT: a node that trains "
+                   "nothing must end no generation (walk17b B14)")
+    p.add_argument("--spare-pause-s", type=float, default=15.0)
     p.add_argument("--warm-start", choices=("on", "off", "both"), default="on",
                    help="recovery.warm_start: the next launcher held ready (default on); both: off, then on")
     p.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
@@ -234,6 +238,25 @@ def pause_node_0(nodes, args):
     return None
 
 
+def pause_spare(nodes, args):
+    """At step ``--spare-pause-step`` of generation 0: SIGSTOP the spare's whole tree for ``--spare-pause-s``, then
+    SIGCONT, and wait 10 s more: the generation the ranks train in then (0: the spare's loss and return ended
+    nothing), or None when the job never reached the step."""
+    import signal
+
+    while any(node.proc.poll() is None for node in nodes):
+        steps = lines(nodes, "RECOVERY-STEP")
+        if any(int(s["gen"]) == 0 and int(s["step"]) >= args.spare_pause_step for s in steps):
+            tree = descendants(nodes[2].proc.pid, process_table())
+            signal_all(tree, signal.SIGSTOP)
+            time.sleep(args.spare_pause_s)
+            signal_all(tree, signal.SIGCONT)
+            time.sleep(10)
+            return max(int(s["gen"]) for s in lines(nodes, "RECOVERY-STEP"))
+        time.sleep(0.1)
+    return None
+
+
 def pause_row(nodes, woke):
     """'node 0 paused' and the seconds from its waking to the first step after it (the ranks' own stamps)."""
     if woke is None:
@@ -252,6 +275,11 @@ def run_once(args, warm):
     nodes = start(folder, args, warm)
     lost = (None, None)
     try:
+        if args.spare_pause_step:
+            gen = pause_spare(nodes, args)
+            print(f"spare paused (SIGSTOP, whole tree) {args.spare_pause_s:g} s at generation 0 step "
+                  f"{args.spare_pause_step}: 10 s after it woke the ranks train in generation {gen} "
+                  f"({'nothing ended' if gen == 0 else 'a generation ended'})", flush=True)
         if args.node0_step:
             lost = lose_node_0(nodes, args)
         woke = pause_node_0(nodes, args) if args.node0_pause_step else None
