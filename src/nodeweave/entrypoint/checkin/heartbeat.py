@@ -111,6 +111,12 @@ class Watch(WatchSurface):
         # recovery's node 0: whether `nodeweave stop` asked for this stop (its mark in the run's folder)
         self.stop_asked = stop_asked or (lambda: False)
 
+    def fault(self):
+        """(when, label) of the failure that stopped this generation, or None (``surface.HubReading``; a member's
+        recovery reads when it heard node 0 go, walk17b B1)."""
+        with self.lock:
+            return None if self.failure is None else (self.failed_at, str(self.failure[0]))
+
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
         self.stop_launcher = stop_launcher
@@ -470,10 +476,7 @@ class HubWatch(HubStall, Watch):
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
-    def fault(self):
-        """(when, label) of the failure that stopped this generation, or None (``surface.HubReading``)."""
-        with self.lock:
-            return None if self.failure is None else (self.failed_at, str(self.failure[0]))
+    fault = Watch.fault  # the shared one, before HubReading's declaration in the method order
 
     def over(self):
         """The generation ended without a failure: node 0's launcher finished, the heartbeat's thread is done."""

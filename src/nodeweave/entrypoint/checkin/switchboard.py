@@ -137,9 +137,12 @@ class Switchboard:
         self.listener.listen(max(512, nodes + FD_SPARE))  # nodes started together connect together
 
     def watch_all(self, peers):
-        """The heartbeat starts: read every node again."""
+        """The heartbeat starts: read every node again; a connection already closed (the job ended on this node
+        before its heartbeat's thread ran: its channels closed under it) is no node to read, never an error that
+        ends the thread (EBADF seen in the suite, stop 55)."""
         for peer in peers:
-            self.watch(peer)
+            if peer.channel.sock.fileno() >= 0:
+                self.watch(peer)
 
     def drop(self, peers):
         """Let go of nodes node 0 could not tell (gone, or not reading)."""

@@ -87,9 +87,9 @@ class NodeSide:
     def _note_hub_lost(self, watch):
         """When node 0 itself was what ended the generation, the time this node heard it goes with the book it
         carries: node 0 come back dates its own loss from it, not from its return (walk17b B1)."""
-        failure = watch.failure
-        if failure is not None and watch.failed_at and str(failure[0]).startswith("node 0 "):
-            self.carried = dict(self.carried, hub_lost_at=watch.failed_at)
+        fault = watch.fault()
+        if fault is not None and fault[0] and fault[1].startswith("node 0 "):
+            self.carried = dict(self.carried, hub_lost_at=fault[0])
 
     def _join(self):
         """Check in for the next generation; node 0 gone after this node was declared lost for its own silence is
