@@ -164,8 +164,11 @@ def test_the_openshift_deepspeed_seed_loop_through_oc(standin, tmp_path):
             "oc:e2e/nwos-0[trainer]", "oc:e2e/nwos-1[trainer]"], report["nodes"]
         logs = nodeweave(spec_path, "logs", env=env, check=0).stdout
         assert "[node-1]" in logs and "done: world_size=2" in logs
-        shell = nodeweave(spec_path, "shell", "0", "--dry-run", env=env, check=0).stdout
-        assert shell.startswith("oc exec"), shell
+        # the test's input is no terminal: the dry run prints the plan and ends with the real shell's exit 2
+        # (walk17a A9: a refusal certain before anything starts is the dry run's exit too)
+        shell = nodeweave(spec_path, "shell", "--node", "0", "--dry-run", env=env, check=2)
+        assert shell.stdout.startswith("oc exec"), shell.stdout
+        assert "the real shell would end with exit 2: shell's input is not a terminal" in shell.stdout + shell.stderr
     finally:
         nodeweave(spec_path, "down", env=env, check=0)
     assert (claim / "train.py").is_file()  # down keeps the claim: code and checkpoints stay
