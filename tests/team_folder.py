@@ -81,3 +81,14 @@ def made_by_up(team, spec_text: str) -> None:
                 {"job": "team", "folder": mark.folder, "owner": mark.owner, "spec": "nodeweave.yaml",
                  "target": "local", "where": "podman on this machine", "project": mark.project, "engine": "podman",
                  "spec_text": spec_text})
+
+
+def proj_folder(tmp_path, monkeypatch):
+    """A job folder ``proj`` below ``tmp_path`` (:func:`make_job_folder`), the walk tests' one stand-in project."""
+    (tmp_path / "proj").mkdir()
+    return make_job_folder(tmp_path / "proj", monkeypatch)
+
+
+def flat(text: str) -> str:
+    """``text`` with its line breaks and runs of spaces as single spaces: a message read whatever its wrapping."""
+    return " ".join(text.split())

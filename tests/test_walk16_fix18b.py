@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from cli_run import in_process as run_cli
-from team_folder import JOB_SPEC, make_job_folder
+from team_folder import JOB_SPEC, flat, proj_folder
 
 FAKE_PODMAN_STORE = """#!/bin/sh
 # podman, as `podman image inspect --format F REF` answers for an image another folder's build left at every tag
@@ -27,12 +27,10 @@ ACTING = (["run", "--dry-run"], ["exec", "--dry-run", "--", "true"], ["shell", "
 
 @pytest.fixture
 def proj(tmp_path, monkeypatch):
-    (tmp_path / "proj").mkdir()
-    return make_job_folder(tmp_path / "proj", monkeypatch)
+    return proj_folder(tmp_path, monkeypatch)
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+one_line = flat
 
 
 # -- class 1: another folder's job reached from this one ---------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from cli_run import in_process as run_cli
-from team_folder import make_job_folder
+from team_folder import flat, proj_folder
 
 import pytest
 
@@ -26,12 +26,10 @@ esac
 
 @pytest.fixture
 def proj(tmp_path, monkeypatch):
-    (tmp_path / "proj").mkdir()
-    return make_job_folder(tmp_path / "proj", monkeypatch)
+    return proj_folder(tmp_path, monkeypatch)
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+one_line = flat
 
 
 def fake_podman(folder, monkeypatch):
