@@ -75,6 +75,26 @@ def _run_scratch() -> None:
 
 _run_scratch()
 
+
+def _children_keep_the_run_scratch() -> None:
+    """A child started with an environment written from scratch (``env={"PATH": ...}``: hundreds of tests do, to
+    leave the user's variables out) lost the run's TMPDIR and wrote its state in the machine's /tmp again: the
+    entrypoint's ``nodeweave/`` claims and rank records, torchrun's ``torchelastic_*`` (stop 55's CI run left both).
+    Such an environment gets the run's TMPDIR, unless it names its own TMPDIR (a node's, a test of the default)."""
+    begin = subprocess.Popen.__init__
+
+    @functools.wraps(begin)
+    def __init__(self, *args, **kwargs):
+        env = kwargs.get("env")
+        if env is not None and not any(isinstance(k, bytes) for k in env) and "TMPDIR" not in env:
+            kwargs["env"] = {**env, "TMPDIR": os.environ["TMPDIR"]}
+        begin(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = __init__
+
+
+_children_keep_the_run_scratch()
+
 SWEEP = engine_leftovers.Sweep(engine_leftovers.Runs())  # runs that overlap share one sweep, the last one's
 SWEPT: list = []  # the sweep's one line, for the summary
 
