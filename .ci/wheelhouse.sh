@@ -51,4 +51,6 @@ with open('pyproject.toml', 'rb') as handle:
 print('\n'.join(project['dependencies'] + project['optional-dependencies']['local']))")
 "$py" -m pip download -q -d "$dest" --find-links "$dest" --only-binary=:all: "${own[@]}" \
   2> >(grep -v "is neither a file nor a directory" >&2)
-echo "wheelhouse $dest for $variant: $(ls "$dest" | wc -l) files, $(du -sh "$dest" | cut -f1) (${reqs[*]})"
+# distributions only, as the build's own line counts them (its README is no package)
+packages=$(find "$dest" -maxdepth 1 -type f \( -name '*.whl' -o -name '*.tar.gz' -o -name '*.zip' \) | wc -l)
+echo "wheelhouse $dest for $variant: $packages packages, $(du -sh "$dest" | cut -f1) (${reqs[*]})"

@@ -306,7 +306,7 @@ def wheelhouse_note(house: Path, count: int, given: Optional[Path], offline: boo
         return (f"wheelhouse: {given} ({offered} wheel(s)), {verb} into {house} for the build ({count} in all) and "
                 f"taken out after it; {where}")
     if house.is_dir() or not dry_run:
-        return f"wheelhouse: {house} ({count} files); {where}"
+        return f"wheelhouse: {house} ({count} packages); {where}"
     return f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)"
 
 
