@@ -55,3 +55,45 @@ def test_every_seconds_setting_reads_durations_through_one_reader(tmp_path):
         beyond = _explain(tmp_path, {**({"NODEWEAVE_STALL_TIMEOUT": "0"} if extra else {}), variable: "200h"})
         line = cli_run.one_line(beyond.stderr)
         assert beyond.returncode == 2 and f"{variable}: 720000 seconds is out of range" in line, line
+
+
+# -- 2: the spares every view lists are the roster's: a spare gone is its own row, lost, and no spare --
+
+def test_a_gone_spare_is_listed_by_no_view_as_a_spare(tmp_path):
+    """note18 (fix19a left): the spare's entrypoint frozen past the heartbeat: its row said ``lost`` and the spares
+    gauge dropped, while --status's ``recovery.spares`` and /status.json's book still listed it. Every view now
+    reads the roster's waiting spares; back, it is listed again."""
+    import os
+    import signal
+    import time
+
+    import pytest
+    from free_ports import free_port
+    from recovery_harness import finish, start, wait_for_step
+    from test_walk13_fix13a import _get
+    from test_walk17_fix19a import _status
+
+    pytest.importorskip("torch")
+    metrics = free_port()
+    nodes = start(tmp_path, ["--steps", "110", "--interval", "0.2", "--save-every", "5"], spares=1,
+                  per_node={0: {"NODEWEAVE_METRICS": "on", "NODEWEAVE_METRICS_PORT": str(metrics)}})
+    try:
+        wait_for_step(nodes[0], 3)
+        before = _status(nodes[0], tmp_path)
+        os.kill(nodes[2].proc.pid, signal.SIGSTOP)
+        time.sleep(13)
+        gone = _status(nodes[0], tmp_path)
+        live = json.loads(_get(metrics, "/status.json"))
+        os.kill(nodes[2].proc.pid, signal.SIGCONT)
+        until = time.monotonic() + 30
+        while "joined the job as a spare" not in nodes[0].text() and time.monotonic() < until:
+            time.sleep(0.2)
+        back = _status(nodes[0], tmp_path)
+    finally:
+        codes = finish(nodes)
+    assert before["recovery"]["spares"] == [2], before["recovery"]
+    assert [n["state"].split(":")[0] for n in gone["nodes"]][2] == "lost", gone["nodes"]
+    assert gone["recovery"]["spares"] == [] and live["book"]["spares"] == [], (gone["recovery"], live["book"])
+    assert [n["state"] for n in live["nodes"]][2] == "lost", live["nodes"]
+    assert back["recovery"]["spares"] == [2], back["recovery"]
+    assert codes == [0, 0, 0], [node.text() for node in nodes]
