@@ -97,3 +97,34 @@ def test_a_gone_spare_is_listed_by_no_view_as_a_spare(tmp_path):
     assert [n["state"] for n in live["nodes"]][2] == "lost", live["nodes"]
     assert back["recovery"]["spares"] == [2], back["recovery"]
     assert codes == [0, 0, 0], [node.text() for node in nodes]
+
+
+# -- 3: a scheduler's count past the training count under recovery, no spares set: the spares forgotten --
+
+def test_an_allocation_past_the_training_count_under_recovery_names_the_spares(tmp_path):
+    """note18 (fix19e left): under Slurm, an sbatch with NODEWEAVE_NNODES=2 and an allocation of 3 but no
+    NODEWEAVE_SPARES (forgotten, or not passed to the steps) was told "remove one, or pass --nnodes": removing
+    NODEWEAVE_NNODES made every node train. Every platform's count of every container (an allocation, a hosts
+    file, PET_NNODES, NNODES) is weighed as with spares set: one refusal on every node, exit 3, naming
+    NODEWEAVE_SPARES and the count."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h0\nh1\nh2\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    base = {**cli_run.CLEAN, "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_NNODES": "2", "NODEWEAVE_CHECKPOINT_DIR": "ck"}
+    for env, said in (({"SLURM_JOB_ID": "5", "SLURM_NNODES": "3", "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "h[0-2]",
+                        "NODEWEAVE_HOSTNAME": "h0"}, "SLURM_NNODES=3"),
+                      ({"NODEWEAVE_HOSTFILE": str(hosts), "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_HOSTNAME": "h0"},
+                       "(3)"),
+                      ({"PET_NNODES": "3", "NODE_RANK": "0", "MASTER_ADDR": "m"}, "PET_NNODES=3")):
+        for rank in ("0", "2"):
+            mine = {key: rank if key in ("SLURM_NODEID", "NODEWEAVE_NODE_RANK", "NODE_RANK") else value
+                    for key, value in env.items()}
+            if rank == "2" and "NODEWEAVE_HOSTNAME" in mine:
+                mine["NODEWEAVE_HOSTNAME"] = "h2"
+            done = cli_run.entrypoint("--explain", "--", "train.py", cwd=str(tmp_path), env=dict(base, **mine))
+            refusal = cli_run.one_line(done.stderr)
+            assert done.returncode == 3 and said in refusal and "NODEWEAVE_SPARES=1 on every node" in refusal \
+                and "remove one" not in refusal, (env, refusal)
+        done = cli_run.entrypoint("--explain", "--", "train.py", cwd=str(tmp_path),
+                                  env=dict(base, NODEWEAVE_SPARES="1", **env))
+        assert done.returncode == 0, (env, done.stderr)
