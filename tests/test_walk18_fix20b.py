@@ -128,3 +128,45 @@ def test_an_allocation_past_the_training_count_under_recovery_names_the_spares(t
         done = cli_run.entrypoint("--explain", "--", "train.py", cwd=str(tmp_path),
                                   env=dict(base, NODEWEAVE_SPARES="1", **env))
         assert done.returncode == 0, (env, done.stderr)
+
+
+# -- 4: --explain --run-id X plans run X's generation from that run's kept book --
+
+def test_explain_with_a_run_id_plans_that_runs_generation_from_its_book(tmp_path):
+    """note18 (fix19e left): ``--explain --run-id X`` planned the job's first layout (node 2 a spare, node 1
+    training) while run X, in generation 1, trained nodes 0 and 2 (node 1 left out): the book of the run is read
+    (``$TMPDIR/nodeweave/runs/X/recovery.json``, which the run keeps), as the job folder's is without a run id;
+    another run's book in the job folder is not that run's."""
+    import os
+
+    from nodeweave.entrypoint.running.runstate import job_dir, run_dir
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+
+    def explain(node, *flags):
+        env = {**cli_run.CLEAN, "HOME": str(tmp_path), "TMPDIR": str(tmp_path / f"t{node}"),
+               "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
+               "NODEWEAVE_NODE_RANK": str(node), "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+        out = cli_run.entrypoint("--explain", "--run-id", "20261201-r1", *flags, "--", "train.py", env=env,
+                                 cwd=str(tmp_path), timeout=60)
+        return env, out
+
+    shown = {}
+    for node, role in ((0, "member"), (1, "left out"), (2, "member")):
+        env, out = explain(node, "--json")
+        topology = json.loads(out.stdout)["topology"]
+        book = {"generation": 1, "decision": "start", "restarts": 1, "members": [0, 2], "spares": [],
+                "left_out": {"1": 1}, "why": {"1": "its rank was killed"}, "role": role}
+        other = dict(book, generation=4, members=[0, 1], left_out={"2": 1}, why={"2": "lost"},
+                     role="left out" if node == 2 else "member")
+        for folder, kept in ((run_dir(env, "20261201-r1"), book),
+                             (job_dir(env, topology["job_id"], topology["master_port"]["value"]), other)):
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "recovery.json"), "w") as f:
+                json.dump(kept, f)
+        _, out = explain(node)
+        shown[node] = out.stdout
+    for node, rank in ((0, 0), (2, 1)):
+        assert f"run    torchrun --nnodes 2 --nproc-per-node 1 --node-rank {rank} " in shown[node], shown[node]
+    assert "left out in generation 1" in shown[1] and "now    nothing: this node is left out" in shown[1], shown[1]
+    assert "generation 4" not in "".join(shown.values())

@@ -344,14 +344,18 @@ def last_book(settings, topo):
     ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
     in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
     (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
-    (docs/recovery.md)."""
+    (docs/recovery.md). With a run id (``nodeweave run``, ``--run-id``), that run's own book (``keep`` writes it
+    in the run's folder too): the job folder's may be an earlier run's, and ``--explain --run-id X`` plans run X
+    (note18: it planned the first layout, the book of that run ignored)."""
     import json
 
-    from ..running.runstate import job_dir_of
+    from ..running.runstate import job_dir_of, run_dir
     from .book import Book
 
+    run_id = settings.get("run_id")
+    folder = run_dir(settings.env, run_id) if run_id else job_dir_of(settings.env, topo)
     try:
-        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
+        with open(os.path.join(folder, RECORD)) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
