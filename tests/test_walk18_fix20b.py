@@ -170,3 +170,28 @@ def test_explain_with_a_run_id_plans_that_runs_generation_from_its_book(tmp_path
         assert f"run    torchrun --nnodes 2 --nproc-per-node 1 --node-rank {rank} " in shown[node], shown[node]
     assert "left out in generation 1" in shown[1] and "now    nothing: this node is left out" in shown[1], shown[1]
     assert "generation 4" not in "".join(shown.values())
+
+
+# -- 5: doctor --cluster advises a node that never checked in by its role --
+
+def test_doctor_advises_a_node_that_never_checked_in_by_its_role():
+    """note18 (fix19b left): a spare node 0 lists ``missing`` (the job started without it, as recovery does) was
+    an error with the check-in refusal's advice ("make the nodes agree ...; the check-in refuses this on every
+    start"); a spare is a warning that the job trains with one spare fewer, a training node the check-in's own."""
+    from nodeweave.doctor.cluster import from_status
+
+    def fp(rank):
+        return {"rank": rank, "hostname": f"h{rank}", "nnodes": "3", "launcher": "torchrun"}
+
+    def status(role):
+        return {"phase": "running", "nodes": [{"fp": fp(0), "own": True, "state": "running"},
+                                              {"fp": fp(1), "state": "running"},
+                                              {"fp": {"rank": 2}, "state": "missing: not checked in", "role": role}]}
+
+    [spare] = [f for f in from_status(status("spare"), "node 0").findings if f.code == "cluster-missing"]
+    assert spare.severity == "warning" and spare.message.startswith("spare node 2 never checked in: the job trains "
+                                                                    "without it"), spare.to_dict()
+    assert "make the nodes agree" not in spare.action and "NODEWEAVE_SPARES" in spare.action, spare.to_dict()
+    [member] = [f for f in from_status(status("member"), "node 0").findings if f.code == "cluster-missing"]
+    assert member.severity == "error" and "make the nodes agree" not in member.action and \
+        "start it" in member.action, member.to_dict()
