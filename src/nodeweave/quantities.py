@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 
+from nodeweave.entrypoint.durations import DURATION_UNITS, DURATION_WORDS, seconds  # noqa: F401 (the one reader)
+
 SUFFIXES = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
             "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 
@@ -63,25 +65,8 @@ def human_bytes(count: int) -> str:
 
 # A duration as kubectl, podman and `logs --since` write one (30s, 5m, 2h, 1h30m, 1.5m), or plain seconds (300, 2.5):
 # one reader for every option that takes seconds (walk9 A12: `--timeout 5s` was "not a number", and `logs --since
-# 300` "not a duration").
-_DURATION_PART = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)([hms])"  # ASCII digits: \d takes '٣' (walk13 A22)
-DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
-_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
-# A duration's spellings, for a field or option that also takes plain seconds (the spec's seconds fields).
-DURATION_UNITS = "a duration with a unit, s, m or h (30s, 10m, 1h30m)"
-
-
-def seconds(text: str) -> "float | None":
-    """``text`` as seconds (``300`` -> 300, ``5m`` -> 300, ``1h30m`` -> 5400, ``2.5`` -> 2.5), or None when it is
-    neither a plain number nor a duration."""
-    import re
-
-    text = str(text).strip()
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+", text):
-        return float(text)
-    if not text or not re.fullmatch(f"(?:{_DURATION_PART})+", text):
-        return None
-    return float(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in re.findall(_DURATION_PART, text)))
+# 300` "not a duration"), the spec's seconds fields' and the entrypoint's seconds variables' (fix20b): the
+# entrypoint's (nodeweave.entrypoint.durations, stdlib only), imported above.
 
 
 # `logs --since` takes what docker and podman logs --since take: a duration, or a time (RFC 3339, as kubectl's

@@ -91,7 +91,12 @@ def from_status(status: dict, where: str) -> ClusterView:
                for n in status.get("nodes") or [] if not str(n.get("state") or "").startswith("missing")]
     view = ClusterView(source=f"node 0's check-in exchange ({where}), {status.get('phase')}", nodes=_ordered(nodes))
     allowed = [p["check"] for p in (status.get("verdict") or {}).get("problems", []) if p.get("allowed")]
-    return _judged(view, entries, reachability=True, allow=allowed)
+    view = _judged(view, entries, reachability=True, allow=allowed)
+    roles = {(n.get("fp") or {}).get("rank"): n.get("role") for n in status.get("nodes") or []
+             if str(n.get("state") or "").startswith("missing")}
+    if view.verdict is not None:
+        view.findings = findings(view.verdict, roles)
+    return view
 
 
 def from_fingerprints(found: "list[tuple[str, dict]]") -> ClusterView:
@@ -143,13 +148,30 @@ def _judged(view: ClusterView, entries, reachability: bool, allow=()) -> Cluster
     return view
 
 
-def findings(verdict: dict) -> "list[Finding]":
-    """A finding per problem: refusals are errors (the job would not start), warnings stay warnings."""
+def findings(verdict: dict, roles: "dict | None" = None) -> "list[Finding]":
+    """A finding per problem: refusals are errors (the job would not start), warnings stay warnings. ``roles``:
+    {node: role} of the nodes node 0 lists as never checked in; a spare among them is advised as a spare (the job
+    trains without it), not as a member the check-in waits for (note18: fix19b left)."""
     out = []
     for problem in verdict["problems"]:
+        if problem["check"] == "missing" and roles:
+            spares = [n for n in problem["nodes"] if roles.get(_rank_of(n)) == "spare"]
+            if spares:
+                out.append(Finding(WARNING, "cluster-missing", f"spare {', '.join(spares)} never checked in: the "
+                                   "job trains without it, one spare fewer to take a left-out node's place",
+                                   "start it (its container, pod or host) with the job's variables, NODEWEAVE_SPARES "
+                                   "among them: it checks in and waits as a spare; the training nodes do not wait "
+                                   "for it"))
+                problem = dict(problem, nodes=[n for n in problem["nodes"] if n not in spares])
+                if not problem["nodes"]:
+                    continue
         details = "; ".join(f"{k}: {v}" for k, v in (problem.get("details") or {}).items())
         message = f"{problem['says']}: {', '.join(problem['nodes'])}" + (f" ({details})" if details else "")
-        if problem["severity"] == "refuse":
+        if problem["check"] == "missing":  # a training node: the check-in's own advice, not "make them agree"
+            out.append(Finding(ERROR, "cluster-missing", message, "start it (its container, pod or host), or see why "
+                               "it cannot reach node 0's check-in exchange (`nodeweave logs --node N`); the job "
+                               "starts only with every training node in"))
+        elif problem["severity"] == "refuse":
             action = "make the nodes agree (the same image, `nodeweave sync` for the workspace, one rank each); "
             action += (f"or start anyway with NODEWEAVE_EXCHANGE_ALLOW={problem['check']} "
                        f"(spec launcher.exchange_allow)" if problem["check"] in _allowable() else
@@ -162,6 +184,12 @@ def findings(verdict: dict) -> "list[Finding]":
             out.append(Finding(WARNING, f"cluster-{problem['check']}", message,
                                "the job starts, but runs at the pace of its slowest node or config"))
     return out
+
+
+def _rank_of(label: str):
+    """The node index of a verdict's label (``node 2``, ``node 2 (Pending)``), or None."""
+    word = (label.split() + ["", ""])[1]
+    return int(word) if word.isdigit() else None
 
 
 def _allowable():

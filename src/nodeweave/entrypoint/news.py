@@ -209,6 +209,16 @@ def hub_roster(hub, book=None, now=None):
                   dict(expected or {}), now)
 
 
+def spares_now(book, rows):
+    """The book's spares (its JSON) that wait now, by ``roster``'s ``rows``: node 0 itself, or a node checked in
+    whose link waits as a spare. A spare node 0 counted gone keeps its own row (``lost``) and is one spare fewer
+    until it checks in again: --status's ``recovery.spares``, /status.json's book and the spares gauge read this
+    one list (walk17b B14; note18: --status still listed the gone spare beside its ``lost`` row)."""
+    here = {row["node"] for row in rows if row["own"] or (row["gone"] is None and row["peer"] is not None and
+                                                          waiting(row["peer"]) == "spare (waiting)")}
+    return [node for node in book.get("spares") or () if node in here]
+
+
 def by_node(peer):
     """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
     nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""

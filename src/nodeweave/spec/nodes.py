@@ -177,7 +177,7 @@ class Reader:
         if accepted is not None:
             bounds = accepted
         if unit == "seconds":
-            from nodeweave.quantities import DURATION_UNITS
+            from nodeweave.entrypoint.durations import DURATION_UNITS
 
             bounds += f", in seconds, or {DURATION_UNITS}"
             spelt = self.duration(node)
@@ -200,15 +200,13 @@ class Reader:
     @staticmethod
     def duration(node: Node) -> Optional[int]:
         """A seconds field written as a duration with a unit (``30s``, ``10m``, ``1h30m``), as the command line's
-        seconds take it (``quantities.seconds``), in whole seconds; None for anything else (a plain number is read
-        as an integer, by the integer rules)."""
-        from nodeweave.quantities import seconds
+        seconds and the entrypoint's seconds variables take it (``entrypoint.durations``, the one reader), in whole
+        seconds; None for anything else (a plain number is read as an integer, by the integer rules)."""
+        from nodeweave.entrypoint.durations import whole_seconds
 
-        if not isinstance(node, ScalarNode) or node.tag != _STR or node.value != node.value.strip() or \
-                not node.value[-1:].isalpha():
+        if not isinstance(node, ScalarNode) or node.tag != _STR:
             return None
-        number = seconds(node.value)
-        return int(number) if number is not None and number == int(number) else None
+        return whole_seconds(node.value)
 
     def boolean(self, node: Node, path: str) -> bool:
         """The entrypoint's switch words (``switch.SWITCH_WORDS``: true/false, on/off, 1/0, any case), one rule for

@@ -288,7 +288,8 @@ class Hub:
 
         book = (self.verdict or {}).get("recovery")
         nodes = []
-        for row in hub_roster(self, book if isinstance(book, dict) else None):  # one row per node (news.roster)
+        rows = hub_roster(self, book if isinstance(book, dict) else None)
+        for row in rows:  # one row per node (news.roster)
             peer, gone = row["peer"], row["gone"]
             node = {"fp": row["fp"], "seen": row["seen"], "probe": row["probe"], "own": row["own"]}
             if row["own"]:
@@ -309,10 +310,12 @@ class Hub:
         if waiting_for is not None:  # which nodes node 0 still waits for, and how long
             answer["waiting"] = waiting_for
         if isinstance(book, dict):  # under recovery: the generation and each node's role, as /status.json has them
-            from ..news import left_out_now
+            from ..news import left_out_now, spares_now
 
             answer["recovery"] = {key: book.get(key) for key in ("generation", "members", "spares", "restarts")
                                   if key in book}
+            if "spares" in book:  # the spares waiting now: a gone one is its own row, lost (note18)
+                answer["recovery"]["spares"] = spares_now(book, rows)
             # the nodes left out now; how often each node was ever left out under its own key (walk12 B2)
             answer["recovery"].update(left_out=left_out_now(book), times_left_out=book.get("left_out") or {})
         if whole:

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, hub_roster, left_out_now, stop_sent, waiting
+from ..news import by_node, hub_roster, left_out_now, spares_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -253,14 +253,11 @@ def _in_words(state):
 
 
 def spares_waiting(book, watch):
-    """The book's spares that wait now: node 0 itself, or a node checked in and beating (``news.waiting``). A spare
-    node 0 counted gone is one spare fewer until it checks in again (walk17b B14)."""
-    spares = book.get("spares") or []
+    """How many of the book's spares wait now (``news.spares_now``, what --status lists): a spare node 0 counted
+    gone is one spare fewer until it checks in again (walk17b B14)."""
     if watch is None:
-        return len(spares)
-    here = {(peer.fp or {}).get("rank") for peer in list(watch.hub.peers) if waiting(peer) == "spare (waiting)"}
-    here.add((watch.hub.own_fp or {}).get("rank", 0))
-    return len([node for node in spares if node in here])
+        return len(book.get("spares") or [])
+    return len(spares_now(book, hub_roster(watch.hub, book)))
 
 
 def hub_role(live, rank):
@@ -312,11 +309,15 @@ def status(live, now=None):
     phase = live.phase() if hasattr(live, "phase") else "running"
     checkin = live.waiting() if phase == "gathering" else None
     nodes = []
+    book = live.book()
     if checkin is not None:
-        nodes = checkin_nodes(live.hub, checkin, live.book() or None)
+        nodes = checkin_nodes(live.hub, checkin, book or None)
     elif watch is not None:
         clock = watch.clock()
-        for row in hub_roster(watch.hub, live.book() or None, now):  # one row per node, in node order
+        rows = hub_roster(watch.hub, book or None, now)
+        if book and "spares" in book:  # the spares waiting now, as --status lists them (note18)
+            book = dict(book, spares=spares_now(book, rows))
+        for row in rows:  # one row per node, in node order
             peer, gone = row["peer"], row["gone"]
             node = {"node": row["node"], "host": (row["fp"] or {}).get("hostname")}
             if row["own"]:
@@ -340,7 +341,7 @@ def status(live, now=None):
     source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
     every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
         if live.sampler is not None else []
-    return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
+    return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": book,
             "phase": phase, "waiting": checkin, "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus,
             "gpu_source": source, "node_gpus": every,
             "step": list(live.shown_step()) if live.shown_step() else None, "steps_per_s": live.step_rate(),

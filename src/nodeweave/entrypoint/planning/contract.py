@@ -11,6 +11,7 @@ Stdlib only, like the whole entrypoint.
 import os
 
 from ..errors import UsageError
+from ..durations import DURATION_UNITS, whole_seconds
 from ..hostport import leading_zero_problem, split_host_port
 from ..switch import parse_switch, switch_problem
 
@@ -105,22 +106,6 @@ def ascii_spelling(text):
     return spelt if spelt != text else None
 
 
-SECONDS_IN = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
-              "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600}
-
-
-def as_seconds(text):
-    """``text`` read as a duration with a unit (``5m``, ``30s``, ``1.5h``) in whole seconds, or None."""
-    text = str(text).strip().lower()
-    number = text.rstrip("abcdefghijklmnopqrstuvwxyz ")
-    factor = SECONDS_IN.get(text[len(number):].strip())
-    try:
-        seconds = float(number) * factor if factor and number else None
-    except ValueError:
-        return None
-    return int(seconds) if seconds is not None and seconds == int(seconds) and seconds >= 0 else None
-
-
 def edge_space_refusal(text, what, source, accepted):
     """The one refusal of a number or count with white space at an end (walk8 B2: ' 2' was stripped and taken,
     while `05` and `2.0` are refused and a path's edge space is never stripped): a YAML "2 " or a `$(...)` with
@@ -143,12 +128,17 @@ def read_int(minimum, unit=None, maximum=None):
         text = str(text)
         if text != text.strip() and plain_int(text.strip()) and int(text.strip()) >= minimum:
             raise edge_space_refusal(text, what, source, f"{text.strip()!r}, with nothing around it")
+        spelt = whole_seconds(text) if unit == "seconds" else None
+        if spelt is not None:  # NODEWEAVE_STALL_WARN=10m, as the spec's `stall_warn: 10m` (fix20b)
+            text = str(spelt)
         if not plain_int(text.strip()):
-            converted = as_seconds(text) if unit == "seconds" else None
-            example = f"{converted} for {text.strip()}" if converted is not None else "5"
+            if unit == "seconds":
+                raise UsageError(f"{what} must be a whole number of seconds, got {text!r} (from {source}); "
+                                 f"accepted: {bounds} in plain decimal digits, or {DURATION_UNITS} (e.g. 300 or 5m; "
+                                 "not 05, +5, -0, 1_000 or 1.5s)")
             counted = f" of {unit}" if unit else ""
             raise UsageError(f"{what} must be a whole number{counted}, got {text!r} (from {source}); accepted: {bounds} "
-                             f"in plain decimal digits{', in ' + unit if unit else ''} (e.g. {example}; not 05, +5, -0 "
+                             f"in plain decimal digits{', in ' + unit if unit else ''} (e.g. 5; not 05, +5, -0 "
                              "or 1_000)")
         value = int(text.strip())
         if value < minimum:
@@ -596,7 +586,7 @@ SETTINGS = (
     Setting("max_restarts", "--max-restarts", "NODEWEAVE_MAX_RESTARTS",
             "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
     Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
-            "seconds a worker waits for node 0: its check-in exchange, or the master's port with "
+            "seconds (or 10m, 1h30m) a worker waits for node 0: its check-in exchange, or the master's port with "
             "--exchange off (default 600, at most 86400; 0 = do not wait)",
             spec="launcher.wait_timeout", read=read_int(0, "seconds")),
     Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
@@ -654,10 +644,10 @@ SETTINGS = (
             "--straggler-is-fault on, which refuses 0); node 0 checks over the exchange's heartbeat, so it is "
             "refused with the exchange off", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
-            "seconds of a stall before the report; 0 = off",
+            "seconds (or 5m) of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0, "seconds"), text=text_unless(STALL_WARN_S)),
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT",
-            "seconds of a stall before exit 7; 0 = never",
+            "seconds (or 10m) of a stall before exit 7; 0 = never",
             spec="launcher.stall_timeout", read=read_int(0, "seconds"), text=text_unless(STALL_TIMEOUT_S)),
     Setting("recovery", "--recovery", "NODEWEAVE_RECOVERY", "on | off (default): a fault starts a new generation "
             "of the job instead of ending it (docs/recovery.md)", spec="recovery.enabled", read=read_switch,

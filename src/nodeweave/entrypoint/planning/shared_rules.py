@@ -10,6 +10,7 @@ tests/test_shared_rules.py walks every one through both sides. Stdlib only, like
 """
 
 
+from ..durations import DURATION_UNITS
 from ..systemfolders import IN_SYSTEM_FOLDER_ACCEPTED, path_problem, per_container
 from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S
 
@@ -209,9 +210,15 @@ RANGES = {"spares": (0, 1024), "recovery_max_restarts": (1, 100000), "no_progres
           "wait_timeout": (0, 86400)}  # 0: do not wait (no check-in), in the spec as on the entrypoint
 
 
+SECONDS_KEYS = ("stall_warn", "stall_timeout", "wait_timeout")  # read as the spec's seconds fields (durations)
+
+
 def in_range(values, given, naming):
-    """A whole number the spec would refuse as out of its range."""
-    return [Problem(key, f"{values[key]} is out of range", f"an integer from {low} to {high}")
+    """A whole number the spec would refuse as out of its range; a seconds setting says its unit and the
+    durations it takes, as the spec's field does (``NODEWEAVE_STALL_WARN=25h`` is 90000 seconds)."""
+    return [Problem(key, f"{values[key]}{' seconds' if key in SECONDS_KEYS else ''} is out of range",
+                    f"an integer from {low} to {high}" + (f", in seconds, or {DURATION_UNITS}" if key in SECONDS_KEYS
+                                                          else ""))
             for key, (low, high) in RANGES.items()
             if key in given and isinstance(values.get(key), int) and not low <= values[key] <= high]
 

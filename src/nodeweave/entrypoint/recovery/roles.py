@@ -102,7 +102,7 @@ def role_at_start(settings, topo):
     identity = topo.node_rank.value
     book = last_book(settings, topo)
     # a book whose generation is under way (a finished or stopped job's roles are history)
-    if book and not book.decision.ended and book.role is not None and not settings.get("run_id"):
+    if book and not book.decision.ended and book.role is not None:  # a run id's: that run's own (last_book)
         return from_book(book, identity)
     layout = (f"the job trains on {config.slots} node(s), identities 0..{config.slots - 1}; "
               f"{config.spares} spare(s) wait" if config.spares else "")

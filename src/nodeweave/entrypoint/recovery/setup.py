@@ -78,6 +78,7 @@ def identity_settings(settings):
     """The settings a node checks in with: with spares, the job's containers are nodes + spares."""
     spares = settings.get("spares", 0) or 0
     if not spares:
+        _spares_forgotten(settings)
         return settings
     slots = job_size(settings)[1]
     _platform_holds(settings, slots, spares)
@@ -152,6 +153,29 @@ def _platform_holds(settings, slots, spares):
                 f"{COUNTS_CONTAINERS[origin].format(n=slots + spares, slots=slots)}, or NODEWEAVE_SPARES "
                 f"{max(0, count - slots)}, or NODEWEAVE_NNODES {max(1, count - spares)}",
                 EXIT_TOPOLOGY)
+
+
+def _spares_forgotten(settings):
+    """Under recovery with no spares set, a scheduler's count (an allocation, a hosts file, PET_NNODES, NNODES)
+    larger than the training count typed (NODEWEAVE_NNODES) is the spares forgotten, on this node or in the steps:
+    refused on every node at once naming NODEWEAVE_SPARES, as a rank past the count is (walk17b B18), never the
+    bare "remove one" that made every node train (note18: under Slurm). A count typed as a flag overrides, as
+    without recovery."""
+    text = settings.env.get("NODEWEAVE_NNODES") or ""
+    if "nnodes" in settings.flags or not text.isdigit():
+        return
+    slots = int(text)
+    for source, count, origin in container_counts(settings):
+        if count > slots:
+            holds = ("NNODES is read as every container" if origin in TRAINING_COUNT_TOO
+                     else "the scheduler's count holds the spares too")
+            raise EntrypointError(
+                f"node count sources disagree: {count_shown(source, count)} but NODEWEAVE_NNODES is {slots} and "
+                f"NODEWEAVE_SPARES is not set; with recovery on, {holds}, so "
+                f"{f'node {slots} would be a spare' if count == slots + 1 else f'nodes {slots}..{count - 1} would be spares'}"
+                f" nobody counted; accepted: NODEWEAVE_SPARES={count - slots} on every node (as `nodeweave "
+                f"render` exports it beside NODEWEAVE_NNODES), or "
+                f"{COUNTS_CONTAINERS[origin].format(n=slots, slots=slots).split(' or ')[0]}", EXIT_TOPOLOGY)
 
 
 NAMED = 5  # paths a note of the checkpoint finder names for one reason; then the count of the rest
@@ -320,14 +344,18 @@ def last_book(settings, topo):
     ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
     in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
     (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
-    (docs/recovery.md)."""
+    (docs/recovery.md). With a run id (``nodeweave run``, ``--run-id``), that run's own book (``keep`` writes it
+    in the run's folder too): the job folder's may be an earlier run's, and ``--explain --run-id X`` plans run X
+    (note18: it planned the first layout, the book of that run ignored)."""
     import json
 
-    from ..running.runstate import job_dir_of
+    from ..running.runstate import job_dir_of, run_dir
     from .book import Book
 
+    run_id = settings.get("run_id")
+    folder = run_dir(settings.env, run_id) if run_id else job_dir_of(settings.env, topo)
     try:
-        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
+        with open(os.path.join(folder, RECORD)) as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
