@@ -1,0 +1,34 @@
+"""fix20a (rows left by note17/note18 on the cluster command line): one test per class."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import cli_run
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "nodeweave"
+
+
+def nodeweave(folder, *args: str, env=None) -> "subprocess.CompletedProcess[str]":
+    return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=folder, env=env, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_refused_number_is_said_as_typed(tmp_path):
+    """note18 (fix19h): ``check --seconds 1500000 --timeout 1000000`` was refused as ``--seconds 1.5e+06 ... less
+    than --timeout 1e+06`` (``:g``), where every click range says plain numbers: every refusal goes through
+    ``quantities.plain_number``, and no refusal in src formats its number with ``:g``."""
+    for argv, said in ((["check", "--seconds", "1500000", "--timeout", "1000000"],
+                        "--seconds 1500000 is not accepted: less than --timeout 1000000"),
+                       (["bench", "--timeout", "-2000000", "--dry-run"], "--timeout -2000000 is not accepted")):
+        done = nodeweave(tmp_path, *argv)
+        line = one_line(done.stderr)
+        assert done.returncode == 2 and said in line and "e+0" not in line, (argv, done.stderr)
+    refusals = [f"{path.relative_to(SRC)}: {text.strip()}" for path in SRC.rglob("*.py")
+                for text in path.read_text().splitlines() if "not accepted" in text and re.search(r":g\}", text)]
+    assert not refusals, refusals
