@@ -32,3 +32,26 @@ def test_every_refused_number_is_said_as_typed(tmp_path):
     refusals = [f"{path.relative_to(SRC)}: {text.strip()}" for path in SRC.rglob("*.py")
                 for text in path.read_text().splitlines() if "not accepted" in text and re.search(r":g\}", text)]
     assert not refusals, refusals
+
+
+def test_a_title_in_a_pipe_starts_at_column_0(tmp_path):
+    """note18 (fix19h): in a pipe a table's rows end where their text does, but a centred title (``image
+    variants``, ``doctor``'s, ``bench``'s) kept the spaces that centre it; every Table's title and caption start at
+    column 0 off a terminal, and stay centred in one."""
+    import io
+
+    from rich.console import Console
+
+    from nodeweave.tables import Table
+
+    table = Table(title="a centred title", caption="a centred caption")
+    table.add_column("a column that is wider than its title")
+    table.add_row("x")
+    for terminal in (False, True):
+        out = io.StringIO()
+        Console(file=out, force_terminal=terminal, width=100, color_system=None).print(table)
+        lines = out.getvalue().splitlines()
+        assert (lines[0].startswith("a centred title") and lines[-1].startswith("a centred caption")) is not terminal, \
+            lines
+    done = nodeweave(tmp_path, "image", "variants")
+    assert done.returncode == 0 and done.stdout.startswith("nodeweave image variants"), done.stdout[:200]
