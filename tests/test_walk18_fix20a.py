@@ -55,3 +55,48 @@ def test_a_title_in_a_pipe_starts_at_column_0(tmp_path):
             lines
     done = nodeweave(tmp_path, "image", "variants")
     assert done.returncode == 0 and done.stdout.startswith("nodeweave image variants"), done.stdout[:200]
+
+
+def test_down_takes_back_the_token_up_wrote_and_nothing_else(tmp_path):
+    """note17/note18: the local target's ``.nodeweave/<job>/job-token`` stayed after ``down``, a secret no node
+    reads once they are gone. ``down``'s plan ends with a ``remove`` phase naming it (the dry run says it would),
+    after the step that takes the nodes down; with nothing up it is taken back still. What ``up`` remembers
+    (``cluster.json``), the compose file ``down`` reads, the run folders and a token file the spec's env names (the
+    user's) stay."""
+    from nodeweave.cluster import ClusterOptions, open_backend
+    from nodeweave.cluster.options import save_state
+    from nodeweave.spec import parse_spec
+
+    spec_path = tmp_path / "nodeweave.yaml"
+    spec_path.write_text("name: tok\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    state = tmp_path / ".nodeweave" / "tok"
+    state.mkdir(parents=True)
+    (state / "job-token").write_text("x\n")
+    (state / "compose.yaml").write_text("services: {}\n")
+    save_state(spec_path, "tok", ClusterOptions(engine="podman"))
+    (tmp_path / "runs").mkdir()
+    backend = open_backend(parse_spec(spec_path.read_text(), str(spec_path)), spec_path,
+                           ClusterOptions(engine="podman").checked())
+    phases = backend.plan_down(False).phases
+    assert phases[-1].kind == "remove" and [f.path for f in phases[-1].files] == [".nodeweave/tok/job-token"], phases
+    assert phases[-2].kind == "commands", phases  # after the nodes are down, never before
+    planned = nodeweave(tmp_path, "down", "--engine", "podman", "--dry-run")
+    assert planned.returncode == 0 and "would remove .nodeweave/tok/job-token" in planned.stdout, planned.stdout
+    assert (state / "job-token").exists()
+    done = nodeweave(tmp_path, "down", "--engine", "podman")  # nothing of job tok is up: only the token goes
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in state.iterdir()) == ["cluster.json", "compose.yaml"] and (tmp_path / "runs").is_dir()
+    own = tmp_path / "mine" / "token"
+    own.parent.mkdir()
+    own.write_text("x\n")
+    spec_path.write_text(spec_path.read_text() + "env: {NODEWEAVE_JOB_TOKEN_FILE: /secrets/token}\n"
+                         f"volumes: [{{name: secrets, host_path: {own.parent}, path: /secrets, read_only: true}}]\n")
+    (state / "job-token").write_text("x\n")
+    backend = open_backend(parse_spec(spec_path.read_text(), str(spec_path)), spec_path,
+                           ClusterOptions(engine="podman").checked())
+    assert all(p.kind != "remove" for p in backend.plan_down(False).phases)  # the spec names its own token file
+    hosts = open_backend(parse_spec(spec_path.read_text(), str(spec_path)), spec_path,
+                         ClusterOptions(target="hosts", hosts=("h1", "h2"), engine="docker", remote_dir="/srv/j").checked())
+    last = [step.argv[-1] for step in hosts.plan_down(False).phases[-1].steps]
+    assert all(text.endswith("rm -f /srv/j/.nodeweave/tok/job-token") for text in last) and len(last) == 2, last

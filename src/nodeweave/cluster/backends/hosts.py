@@ -308,8 +308,16 @@ class HostsCluster(Backend):
         folder's is never reached: the verb refused it first)."""
         if self.engine != "none":
             return []
-        return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
-            ["rm", "-f", self._mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
+        return [Step(f"take this folder's mark and the job token back from node-{i} ({self._ssh(host).label})",
+                     tuple(self._ssh(host).exec_argv(["rm", "-f", self._mark_file, self._token_file], stdin=False)),
+                     timeout=60) for i, host in enumerate(self.hosts)]
+
+    def _token_removal_steps(self) -> List[Step]:
+        """``down``'s last steps on compose hosts: the job token ``up`` sent each host, once its node is gone (the
+        next ``up`` sends a new one), as Slurm's ``down`` deletes it on each node."""
+        return [Step(f"remove the job token from node-{i} ({self._ssh(host).label})",
+                     tuple(self._ssh(host).exec_argv(["rm", "-f", self._token_file], stdin=False)), timeout=60)
+                for i, host in enumerate(self.hosts)]
 
     def _awaited(self, count: int, mode: str) -> str:
         """Bare hosts: up starts nothing, so it waits for each host to answer (walk6, W28: "until 3 node(s) run")."""
@@ -338,7 +346,7 @@ class HostsCluster(Backend):
 
         from nodeweave.cluster.verbs import stop_plan
 
-        if self.engine != "none" or renamed:
+        if self.engine != "none" or renamed or idle is not None:  # idle: nothing of this name to take down
             return super().plan_down(delete_claims, renamed, idle)
         stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
         (stop,) = stopped.phases
@@ -349,7 +357,8 @@ class HostsCluster(Backend):
             return []
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
-                      timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+                      timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)],
+                self._token_removal_steps()]
 
     def marks(self):
         """Each host's mark of the job, all hosts at once over ssh: its node container's labels (``inspect``), or

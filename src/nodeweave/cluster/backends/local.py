@@ -230,6 +230,16 @@ class LocalCluster(Backend):
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
         return [] if self.compose_file.exists() else self._compose_files()
 
+    def _down_removals(self) -> List["PlannedFile"]:
+        """The token ``up`` wrote and mounted (a secret no node reads once they are gone; the next ``up`` writes a
+        new one); never a token file the spec's env names, which is the user's."""
+        from nodeweave.plan import PlannedFile
+
+        path = self.state.token_file
+        if self._own_token_file or not (path.is_file() or path.is_symlink()):
+            return []
+        return [PlannedFile(self.state.shown(path), "the job token up wrote; the next up writes a new one")]
+
     # which engine compose reaches (podman-compose and docker compose read them); the project and file are -p, -f
     reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
                        "CONTAINERS_CONF", "COMPOSE_PROFILES", "COMPOSE_ENV_FILES", "PODMAN_COMPOSE_PROVIDER")
