@@ -100,3 +100,55 @@ def test_down_takes_back_the_token_up_wrote_and_nothing_else(tmp_path):
                          ClusterOptions(target="hosts", hosts=("h1", "h2"), engine="docker", remote_dir="/srv/j").checked())
     last = [step.argv[-1] for step in hosts.plan_down(False).phases[-1].steps]
     assert all(text.endswith("rm -f /srv/j/.nodeweave/tok/job-token") for text in last) and len(last) == 2, last
+
+
+COMPOSE_FAILS = """#!/bin/sh
+echo "podman-compose version: 1.0.6" >&2
+echo "['podman', '--version', '']" >&2
+echo "podman run --name=eng-1 -d --label io.podman.compose.project=eng localhost/eng:cpu" >&2
+echo "Error: statfs /nope/data: no such file or directory" >&2
+echo "exit code: 125" >&2
+echo "podman start eng-1" >&2
+echo 'Error: no container with name or ID "eng-1" found: no such container' >&2
+echo "exit code: 125" >&2
+exit 1
+"""
+
+
+def test_an_engine_steps_failure_is_nodeweaves_one_line(tmp_path):
+    """note18 (fix19f): a start that failed after the pull quoted podman-compose's last lines (``podman start eng-1 |
+    Error: no container ...``, a consequence: the cause was an earlier line) with exit 1. Every compose step of
+    ``up`` and ``down`` (local, and each host's) says the node, what failed, the engine's own reason and what to
+    do, exit 3."""
+    from dataclasses import replace
+
+    from nodeweave.cluster import ClusterOptions, open_backend
+    from nodeweave.errors import NodeweaveError
+    from nodeweave.spec import parse_spec
+    from nodeweave.steps import execute_all
+
+    fails = tmp_path / "compose-fails"
+    fails.write_text(COMPOSE_FAILS)
+    fails.chmod(0o755)
+    spec_path = tmp_path / "nodeweave.yaml"
+    spec_path.write_text("name: eng\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}\n")
+    spec = parse_spec(spec_path.read_text(), str(spec_path))
+    local = open_backend(spec, spec_path, ClusterOptions(engine="podman").checked())
+    hosts = open_backend(spec, spec_path, ClusterOptions(target="hosts", hosts=("h1", "h2"), engine="podman",
+                                                         remote_dir="/srv/e").checked())
+    engine_steps = [s for b in (local, hosts) for plan in (b.plan_up("hold", "localhost/eng:cpu", 0, wait=False),
+                                                           b.plan_down(False))
+                    for phase in plan.phases for s in getattr(phase, "steps", ())
+                    if "start" in s.what or "stop and remove" in s.what]
+    assert len(engine_steps) == 6, [s.what for s in engine_steps]
+    for step in engine_steps:
+        try:
+            execute_all([replace(step, argv=(str(fails),), env=(), stdin=None)])
+        except NodeweaveError as err:
+            said, code = str(err), err.exit_code
+        else:
+            raise AssertionError(f"{step.what}: no failure")
+        assert code == 3 and "statfs /nope/data: no such file or directory" in said and "podman start" not in said, said
+        # the node: each host's own, or the one the local engine's lines name (eng-1)
+        assert re.match(r"node-[01]: ", said) and ("node-1" in said or " on h" in said), said
+        assert "run `nodeweave " in said and "\n" not in said, said

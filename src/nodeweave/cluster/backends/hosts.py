@@ -237,9 +237,16 @@ class HostsCluster(Backend):
                        stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
         starts = [Step(f"start node {i}{f' ({SPARE_ROLE})' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
-                       tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
-                       timeout=900) for i, host in enumerate(self.hosts)]
+                       tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)), timeout=900,
+                       engine=self._engine_step(i, "fix what it names and run `nodeweave up` again"))
+                  for i, host in enumerate(self.hosts)]
         return [writes, starts]
+
+    def _engine_step(self, index: int, remedy: str) -> "EngineStep":
+        """How host ``index``'s compose step says its failure: that node, the engine's reason there."""
+        from nodeweave.failures import EngineStep
+
+        return EngineStep(f"{self.engine} on {self.hosts[index]}", remedy, node=f"node-{index}")
 
     def _refuse_users_compose(self, sent: Dict[str, str]) -> None:
         """``up`` writes ``<remote dir>/compose/NAME``, where `nodeweave sync` puts this folder's own
@@ -357,7 +364,9 @@ class HostsCluster(Backend):
             return []
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
-                      timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)],
+                      timeout=self.spec.kubernetes.grace_period + 300,
+                      engine=self._engine_step(i, "fix what it names and run `nodeweave down` again"))
+                 for i, host in enumerate(self.hosts)],
                 self._token_removal_steps()]
 
     def marks(self):

@@ -415,12 +415,20 @@ class LocalCluster(Backend):
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self._compose("up", "-d", "--force-recreate"), env,
-                      timeout=900)]]
+                      timeout=900, engine=self._engine_step("fix what it names and run `nodeweave up` again "
+                                                            "(`nodeweave status` shows each node)"))]]
+
+    def _engine_step(self, remedy: str) -> "EngineStep":
+        """How a compose step of this job says its failure: the engine's reason, the node its container names."""
+        from nodeweave.failures import EngineStep
+
+        return EngineStep(self.engine, remedy, containers=f"{self.spec.name}-")
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step("stop and remove the node containers and their network", self._compose("down", "-t", grace),
-                      timeout=self.spec.kubernetes.grace_period + 300)]]
+                      timeout=self.spec.kubernetes.grace_period + 300,
+                      engine=self._engine_step("fix what it names and run `nodeweave down` again"))]]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         """``running``, ``exited (N)``, ``created`` or ``missing`` per container, in one inspect."""
