@@ -152,3 +152,34 @@ def test_an_engine_steps_failure_is_nodeweaves_one_line(tmp_path):
         # the node: each host's own, or the one the local engine's lines name (eng-1)
         assert re.match(r"node-[01]: ", said) and ("node-1" in said or " on h" in said), said
         assert "run `nodeweave " in said and "\n" not in said, said
+
+
+def test_a_cut_tar_stream_leaves_no_part_on_the_target(tmp_path):
+    """note18 (fix19g): without python3 on a target, ``tar -x`` wrote each file at its own name, so a stream cut
+    mid-file (Ctrl-C, SIGTERM, a lost channel) left it truncated there, the old one gone. The stream goes into a
+    stage of nodeweave's own inside DEST and only a whole stream's files are moved into place; the stage goes on
+    every exit. (rsync's receiver removes its own temp file when its channel ends: nothing left there.)"""
+    import io
+    import tarfile
+
+    from nodeweave.remote import make_target
+    from nodeweave.sync.transport.plain import tar_extract_argv
+
+    dest = tmp_path / "dest"
+    (dest / "sub").mkdir(parents=True)
+    (dest / "big").write_bytes(b"old" * 1000)
+    argv = tar_extract_argv(make_target("docker", "c1"), str(dest))[4:]  # what runs on the target, run here
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w") as tar:
+        for name, data in (("big", b"new" * 400_000), ("sub/x", b"x\n")):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 1_700_000_000
+            tar.addfile(info, io.BytesIO(data))
+    whole = stream.getvalue()
+    cut = subprocess.run(argv, input=whole[:600_000], capture_output=True)
+    assert cut.returncode != 0 and (dest / "big").read_bytes() == b"old" * 1000, cut.stderr
+    assert sorted(p.name for p in dest.iterdir()) == ["big", "sub"], list(dest.iterdir())  # no stage left
+    done = subprocess.run(argv, input=whole, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert (dest / "big").read_bytes() == b"new" * 400_000 and (dest / "sub" / "x").read_text() == "x\n"
+    assert (dest / "big").stat().st_mtime == 1_700_000_000 and sorted(p.name for p in dest.iterdir()) == ["big", "sub"]
