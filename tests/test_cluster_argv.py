@@ -142,8 +142,9 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
     assert sent["name"] == b.mark.project and b.mark.project.startswith("job-")
     assert sent["services"]["node"]["labels"] == b.mark.labels(), sent["services"]
     assert [n.remote.label for n in b.nodes()] == ["ssh+docker:gpu01/job-node", "ssh+docker:me@gpu02/job-node"]
-    (downs,) = down_steps(b, False)
+    downs, removals = down_steps(b, False)  # the job token up sent goes once the node is down (fix20a)
     assert shlex.split(downs[0].argv[-1])[-3:] == ["down", "-t", "30"]
+    assert shlex.split(removals[1].argv[-1]) == ["rm", "-f", "/srv/job/.nodeweave/job/job-token"]
 
 
 def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_path):

@@ -198,7 +198,9 @@ def test_up_and_down_on_this_machine_write_the_files_their_dry_runs_plan(tmp_pat
         mode = 0o440 if os.geteuid() == 0 else 0o600
         assert (tmp_path / token["path"]).stat().st_mode & 0o777 == int(token["mode"], 8) == mode
         down = assert_same(tmp_path, env, "down", "--engine", "podman")
-        assert [p["kind"] for p in down["phases"]] == ["commands"]  # the compose file is there: nothing to write
+        # the compose file is there: nothing to write; the token up wrote is taken back once the nodes are gone
+        assert [p["kind"] for p in down["phases"]] == ["commands", "remove"]
+        assert not (tmp_path / token["path"]).exists()
     finally:
         subprocess.run(["podman", "rm", "-f", "-t", "0", "nwplanrec-0", "nwplanrec-1"], capture_output=True)
         subprocess.run(["podman", "network", "rm", "-f", "nwplanrec-local_nodeweave"], capture_output=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from nodeweave.entrypoint.errors import CWD_GONE, cwd_gone  # one rule for both programs (replay11 A30)
@@ -126,6 +127,55 @@ def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass
                                   f"`{tool} config current-context`, or {switch} (`{tool} config get-contexts` "
                                   "lists the contexts of the kubeconfig, which KUBECONFIG names)")
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
+
+
+@dataclass(frozen=True)
+class EngineStep:
+    """A step that drives a container engine or compose (``up``'s start, ``down``'s removal): its failure is said as
+    nodeweave's one line, exit 3 (note18: podman-compose's own ``podman start x | Error: no container`` was the
+    whole message, and the real cause, an earlier line, was lost). ``node``: the node the step is for, where it is
+    one; ``containers``: the prefix of the job's container names (``<job>-``), which names the node otherwise;
+    ``remedy``: what to do."""
+
+    engine: str
+    remedy: str
+    node: str = ""
+    containers: str = ""
+
+
+# The lines an engine or compose prints around its reason: podman-compose's banner, the commands it echoes, its
+# "exit code: N"; docker compose's progress lines. None is a reason.
+_ENGINE_NOISE = re.compile(r"^(exit code: -?\d+|podman-compose version|using podman version|\[.*\]$|"
+                           r"(podman|docker)( \S+)*$|(Container|Network|Volume) \S+ +(Creat|Start|Stop|Remov|Recreat)\w*$|"
+                           r"#\d+ )", re.I)
+_ERROR_LINE = re.compile(r"^(Error|error|ERROR)\b|Error response from daemon|\b(failed|denied|no such|not found)\b",
+                         re.I)
+# What follows from an earlier failure (a start of a container never made): never the reason when another is said.
+_CONSEQUENCE = re.compile(r"no container with name or ID|No such container|no such object|no pod with name", re.I)
+
+
+def engine_reason(text: str, limit: int = 300) -> str:
+    """The engine's own reason in what it printed: its first error line that is not a consequence of an earlier
+    one, else its last meaningful line (never compose's banner or the commands it echoes); ``Error:`` dropped."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    meaningful = [line for line in lines if not _ENGINE_NOISE.match(line)]
+    errors = [line for line in meaningful if _ERROR_LINE.search(line)]
+    causes = [line for line in errors if not _CONSEQUENCE.search(line)]
+    reason = (causes or errors or meaningful or [""])[0 if causes or errors else -1]
+    reason = re.sub(r"^(Error|error|ERROR)(: |:)\s*", "", reason)
+    return reason if len(reason) <= limit else reason[:limit - 3] + "..."
+
+
+def engine_failure(step_what: str, failed: EngineStep, code: int, text: str) -> EnvironmentProblem:
+    """One line, exit 3: the node, what failed, the engine's reason, what to do."""
+    reason = engine_reason(text)
+    node = failed.node
+    if not node and failed.containers:
+        named = re.findall(re.escape(failed.containers) + r"(\d+)\b", reason) or \
+            re.findall(re.escape(failed.containers) + r"(\d+)\b", text)
+        node = f"node-{named[0]}" if named else ""
+    said = f"{failed.engine} says: {reason}" if reason else f"{failed.engine} said nothing (exit {code})"
+    return EnvironmentProblem(f"{node + ': ' if node else ''}{step_what} failed ({said}); {failed.remedy}")
 
 
 KUBE_CONTEXT_HINT = ("check the kubeconfig context (`kubectl config current-context`, or pass --kube-context) and that "

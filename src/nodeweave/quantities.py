@@ -7,6 +7,7 @@ limit) and by the renderers that translate it (compose's ``mem_limit``,
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_CEILING, Decimal
 
 from nodeweave.entrypoint.durations import DURATION_UNITS, DURATION_WORDS, seconds  # noqa: F401 (the one reader)
@@ -95,3 +96,12 @@ def since_seconds(text: str, now: "float | None" = None) -> "float | None":
         return None
     back = (time.time() if now is None else now) - when.timestamp()  # a naive time is local, as docker reads it
     return back if back >= 0 else None
+
+
+def plain_number(number) -> str:
+    """A number as a user types it: ``1000000000``, ``0.2``, ``-3`` (walk17a A6: a range said as ``0.2 to 1e+09``,
+    Python's float repr, a number no one typed); only a number past 15 digits keeps an exponent (``1e+300``)."""
+    number = float(number)
+    if math.isfinite(number) and number == int(number) and abs(number) < 1e15:
+        return str(int(number))
+    return f"{number:g}" if "e" in f"{number:g}" else repr(number)

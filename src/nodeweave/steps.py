@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from nodeweave.errors import NodeweaveError
-from nodeweave.failures import API_UNREACHABLE, need_tool, tool_failure, tool_message
+from nodeweave.failures import API_UNREACHABLE, EngineStep, engine_failure, need_tool, tool_failure, tool_message
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class Step:
     # A local command that writes what the stdin gets (bytes known only as they are made, as `hosts probe`'s
     # zip): the printout pipes it in, `FROM | ARGV`, so the line can be pasted as it stands.
     stdin_from: Tuple[str, ...] = ()
+    # A step that drives a container engine or compose: its failure is nodeweave's one line, exit 3 (node, what
+    # failed, the engine's reason, what to do), never compose's raw output (failures.engine_failure).
+    engine: Optional[EngineStep] = field(default=None, compare=False)
 
     def text(self) -> str:
         """The step as a shell line a person could paste."""
@@ -61,6 +64,8 @@ def execute(step: Step) -> "subprocess.CompletedProcess[str]":
         said = out.stderr or out.stdout
         if API_UNREACHABLE.search(said):  # the cluster went away after the verb's reach check: exit 3 and the hint
             raise tool_failure(os.path.basename(step.argv[0]), step.what, out.returncode, said)
+        if step.engine is not None:
+            raise engine_failure(step.what, step.engine, out.returncode, said)
         tail = tool_message(said)
         raise NodeweaveError(f"{step.what} failed (exit {out.returncode}): {tail or 'no output'}")
     return out

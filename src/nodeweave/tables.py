@@ -25,6 +25,8 @@ class Table(rich.table.Table):
 
     def __rich_console__(self, console, options):
         shown, width = fitted(self, console, options)
+        if not console.is_terminal:  # a title or caption starts at column 0 off a terminal, as its rows do
+            shown.title_justify = shown.caption_justify = "left"
         drawn = rich.table.Table.__rich_console__(shown, console, options.update_width(width))
         yield from drawn if console.is_terminal else _unpadded(drawn, console, options.update_width(width))
 
@@ -36,7 +38,7 @@ class Table(rich.table.Table):
 def _unpadded(drawn, console, options):
     """``drawn`` without the spaces that end its lines: off a terminal (a pipe, a file) the title, padded to the
     table's width, and the rows end where their text does, as ``kubectl get`` prints (walk17a A2: 32 spaces after
-    ``status``'s title in a pipe)."""
+    ``status``'s title in a pipe); a centred title or caption is drawn from column 0 there (note18)."""
     from rich.segment import Segment
 
     segments = []

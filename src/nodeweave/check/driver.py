@@ -23,6 +23,7 @@ from nodeweave.check.verdict import DEFAULT_THRESHOLD, findings
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.errors import UsageError
+from nodeweave.quantities import plain_number
 from nodeweave.usertext import styled
 
 # recovery off: a check is one generation of every node it runs on. Under the spec's recovery a spare would only
@@ -46,7 +47,8 @@ class CheckOptions:
     def __post_init__(self):
         """Each refusal in one form: ``--OPTION VALUE is not accepted: RANGE`` (the click ranges' too)."""
         if not 0 < self.threshold < 1:
-            raise UsageError(f"--threshold {self.threshold * 100:g} is not accepted: more than 0 and less than 100 "
+            percent = plain_number(round(self.threshold * 100, 9))  # 0.29 * 100 is 28.999999999999996
+            raise UsageError(f"--threshold {percent} is not accepted: more than 0 and less than 100 "
                              "(a percentage below the median of the peers, e.g. 25)")
         if not 1 <= self.repeats <= MAX_REPEATS:  # each repeat is one more pass over every link (walk7 A19)
             raise UsageError(f"--repeats {self.repeats} is not accepted: 1 to {MAX_REPEATS} (extra samples of a "
@@ -55,10 +57,12 @@ class CheckOptions:
             raise UsageError(f"--backend {self.backend!r} is not accepted: auto, nccl or gloo")
         for option, value in (("--seconds", self.seconds), ("--timeout", self.timeout)):
             if not (math.isfinite(value) and value > 0):
-                raise UsageError(f"{option} {value:g} is not accepted: a finite number more than 0 (seconds)")
+                raise UsageError(f"{option} {plain_number(value)} is not accepted: a finite number more than 0 "
+                                 "(seconds)")
         if self.seconds >= self.timeout:  # a direction is one collective, which --timeout bounds: it could not end
-            raise UsageError(f"--seconds {self.seconds:g} is not accepted: less than --timeout {self.timeout:g} (each "
-                             "direction of a link is one collective, and a node waits at most --timeout for it)")
+            raise UsageError(f"--seconds {plain_number(self.seconds)} is not accepted: less than --timeout "
+                             f"{plain_number(self.timeout)} (each direction of a link is one collective, and a node waits at "
+                             "most --timeout for it)")
 
     def entrypoint_flags(self, nodes: Optional[int] = None) -> tuple:
         """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective. ``nodes``:

@@ -19,6 +19,7 @@ from nodeweave.cli.habits.coercion import seconds_option
 from nodeweave.cli.habits.output import complete_comma_list, complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import may_replace, refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
+from nodeweave.quantities import plain_number
 from nodeweave.usertext import styled
 
 
@@ -99,7 +100,7 @@ def bench(
     points = [point for point in sweep_points(axes, max_points) if point]
     _refuse_what_this_machine_cannot_run(backend, [name for name, _ in axes])
     if not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
+        raise UsageError(f"--timeout {plain_number(timeout)} is not accepted: a finite number more than 0 (seconds)")
     if plot is not None:  # judged as --chart is, before the library is looked for
         from nodeweave.runs.chart import check_chart_path, require_matplotlib
 

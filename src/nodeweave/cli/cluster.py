@@ -247,15 +247,17 @@ def down_command(
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     idle = backend.nothing_up_line()  # after a rename, only the old name's half then (walk15 A16)
     if idle is not None and not renamed:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry
-        # run the same)
-        if dry_run:
-            from nodeweave.plan import Plan
+        # run the same); the token a node removed by hand left is taken back still
+        from dataclasses import replace
 
-            show_plan(Plan("down", backend.where, (), (*([backend.target_note] if backend.target_note else []),
-                                                        idle)), fmt)
+        taken_back = backend.plan_down(delete_claims, (), idle)
+        taken_back = replace(taken_back, notes=(*([backend.target_note] if backend.target_note else []),
+                                                *taken_back.notes))
+        if dry_run:
+            show_plan(taken_back, fmt)
             return
+        execute(taken_back, Execution(backend.spec_dir, say(out), out, backend))  # says the idle line, a note
         forget_allocation(spec_path, spec.name)
-        out.print(idle, highlight=False, markup=False)
         emit({"job": spec.name, "where": backend.where, "down": True, "was_up": False, "also": []}, fmt)
         return
     plan = backend.plan_down(delete_claims, renamed, idle)

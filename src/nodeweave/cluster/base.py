@@ -315,13 +315,20 @@ class Backend(abc.ABC):
             old_files = old._refused_in_the_way(old._down_files(delete_claims))
             notes += (why,)
             earlier += [FilesPhase(f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
-            earlier += step_phases(old._down_steps(delete_claims))
-        if idle is not None:
-            return Plan("down", self.where, tuple(earlier), (*notes, idle))
+            earlier += step_phases(old._down_steps(delete_claims)) + old._removals_phase()
+        if idle is not None:  # nothing to take down: the token a removed node left is taken back still
+            return Plan("down", self.where, tuple(earlier + self._removals_phase()), (*notes, idle))
         files = self._refused_in_the_way(self._down_files(delete_claims))
         planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
-        return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
-                    notes)
+        return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))
+                                              + self._removals_phase()), notes)
+
+    def _removals_phase(self) -> list:
+        """``down``'s last phase: what ``up`` wrote here for the job and nothing needs once its nodes are gone."""
+        from nodeweave.plan import RemoveFilesPhase
+
+        files = self._refused_in_the_way(self._down_removals())
+        return [RemoveFilesPhase("the job's files up wrote", files=tuple(files))] if files else []
 
     def logs(self, node: Node, follow: bool, window: Tuple[str, ...] = ()) -> List[str]:
         """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
@@ -383,6 +390,12 @@ class Backend(abc.ABC):
 
     def _down_files(self, delete_claims: bool) -> list:
         """The files ``down`` needs written first (a compose file that is gone), as ``_up_files``."""
+        return []
+
+    def _down_removals(self) -> list:
+        """The files ``up`` wrote here that ``down`` takes back once the nodes are gone (``PlannedFile``\\ s, those
+        still there): the job's token. What ``up`` remembers (``cluster.json``: the target, for the next verb), the
+        compose file ``down`` itself reads and the run folders stay."""
         return []
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:

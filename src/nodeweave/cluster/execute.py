@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import UsageError
 from nodeweave.plan import (JOB_ID, AllocatePhase, Builds, ChecksNodes, CommandsPhase, ExecPhase, FilesPhase, Plan,
-                            RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase, node_placeholder)
+                            RemoveFilesPhase, RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase, node_placeholder)
 
 RECORD_ENV = "NODEWEAVE_PLAN_RECORD"
 
@@ -53,6 +53,20 @@ class Execution:
 
     def write_files(self, phase: FilesPhase) -> None:
         write_files(phase, self.spec_dir, self.say)
+
+    def remove_files(self, phase: RemoveFilesPhase) -> None:
+        """Each planned file that is still a plain file (never through a link: ``refuse_in_the_way``); one gone
+        already is nothing to do."""
+        from nodeweave.jobstate import refuse_in_the_way
+
+        for planned in phase.files:
+            path = self.spec_dir / planned.path
+            refuse_in_the_way(self.spec_dir, path)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            self.say(f"removed {planned.path} ({planned.what})")
 
     def write_rendered(self, phase: RenderFilesPhase) -> None:
         """``render``'s files, all or none, with the record ``--prune`` reads (``nodeweave.rendering``'s write)."""

@@ -14,6 +14,8 @@ its own fields, its own dry-run lines and its own ``run``:
 
 - ``files`` (:class:`FilesPhase`): files written here (path as the user sees it, size and SHA-256 where known; a
   secret's content is made when the phase runs, so only its path is planned);
+- ``remove`` (:class:`RemoveFilesPhase`): files an earlier verb wrote here for the job, taken back (``down``: the job's
+  token), each only where it is still a plain file;
 - ``render`` (:class:`RenderFilesPhase`): ``nodeweave render``'s files, each with what writing does to it (new,
   changed, unchanged, refused, obsolete, kept; size and SHA-256), written all or none with the record ``--prune`` reads;
 - ``commands`` (:class:`CommandsPhase`): local steps (``nodeweave.steps.Step``) that run at once, the phase after the last;
@@ -44,13 +46,13 @@ from typing import List, Optional, Tuple
 
 from nodeweave.plan.phases import (KINDS, PHASES, AllocatePhase, Builds, BuildPhase, CheckPhase, ChecksNodes,
                                    CommandsPhase, ExecPhase, FilesPhase, LaunchPhase, NodeCommand, Phase, PlannedFile,
-                                   RenderedFile, RenderFilesPhase, RunPhase, RunsPoints, ShellPhase, StagePhase,
+                                   RemoveFilesPhase, RenderedFile, RenderFilesPhase, RunPhase, RunsPoints, ShellPhase, StagePhase,
                                    StopPhase, SweepPhase, SyncPhase, Syncs, WaitPhase)
 from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, SCRATCH, command_text, filled, node_placeholder, placeholder,
                                          shown, shown_data, step_dict, step_text)
 
 __all__ = ["KINDS", "PHASES", "AllocatePhase", "Builds", "BuildPhase", "CheckPhase", "ChecksNodes", "CommandsPhase",
-           "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RenderedFile",
+           "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RemoveFilesPhase", "RenderedFile",
            "RenderFilesPhase", "RunPhase", "RunsPoints", "ShellPhase", "StagePhase", "StopPhase", "SweepPhase",
            "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "SCRATCH", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
            "step_text", "Plan", "plan_lines"]

@@ -177,6 +177,21 @@ class FilesPhase(Phase):
 
 
 @dataclass(frozen=True)
+class RemoveFilesPhase(Phase):
+    """Files an earlier verb wrote here for the job and this one takes back (``down``: the job's token, once the
+    nodes that mount it are gone), each only where it is still a plain file; a user's file is never named."""
+
+    kind: ClassVar[str] = "remove"
+    files: Tuple[PlannedFile, ...] = ()
+
+    def lines(self) -> List[str]:
+        return [f"# would remove {f.path} ({f.what})" for f in self.files]
+
+    def run(self, job) -> Any:
+        return job.remove_files(self)
+
+
+@dataclass(frozen=True)
 class RenderedFile:
     """One path under ``render``'s output folder and what writing the rendering does to it: ``new``, ``changed``,
     ``unchanged``, ``refused`` (differs and is not nodeweave's), ``obsolete`` (an earlier render of this job wrote it,
@@ -470,6 +485,6 @@ class StagePhase(Phase):
         return job.builds.stage(self)
 
 
-PHASES = (FilesPhase, RenderFilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase,
+PHASES = (FilesPhase, RemoveFilesPhase, RenderFilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase,
           ExecPhase, ShellPhase, AllocatePhase, SyncPhase, BuildPhase, StagePhase)
 KINDS = tuple(p.kind for p in PHASES)

@@ -85,7 +85,7 @@ def shown_data(data):
     if isinstance(data, (list, tuple)):
         return [shown_data(v) for v in data]
     return data
-KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build",
+KINDS = ("files", "remove", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build",
          "stage")
 
 

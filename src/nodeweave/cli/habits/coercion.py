@@ -19,6 +19,8 @@ from typing import Any, get_args, get_origin
 from typer._click.exceptions import BadParameter
 from typer._coercion import RuntimeParam
 
+from nodeweave.quantities import plain_number  # noqa: F401  (the one way a number is said: quantities.py)
+
 _PATH_CHECKS = ("exists", "writable", "resolve_path", "allow_dash")
 
 
@@ -159,15 +161,6 @@ def _flag(param) -> str:
 
 
 FLOAT_CEILING = 1e9  # about 31 years in seconds
-
-
-def plain_number(number) -> str:
-    """A number as a user types it: ``1000000000``, ``0.2``, ``-3`` (walk17a A6: a range said as ``0.2 to 1e+09``,
-    Python's float repr, a number no one typed); only a number past 15 digits keeps an exponent (``1e+300``)."""
-    number = float(number)
-    if math.isfinite(number) and number == int(number) and abs(number) < 1e15:
-        return str(int(number))
-    return f"{number:g}" if "e" in f"{number:g}" else repr(number)
 
 
 @dataclass(frozen=True)

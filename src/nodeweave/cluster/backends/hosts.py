@@ -237,9 +237,16 @@ class HostsCluster(Backend):
                        stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
         starts = [Step(f"start node {i}{f' ({SPARE_ROLE})' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
-                       tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
-                       timeout=900) for i, host in enumerate(self.hosts)]
+                       tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)), timeout=900,
+                       engine=self._engine_step(i, "fix what it names and run `nodeweave up` again"))
+                  for i, host in enumerate(self.hosts)]
         return [writes, starts]
+
+    def _engine_step(self, index: int, remedy: str) -> "EngineStep":
+        """How host ``index``'s compose step says its failure: that node, the engine's reason there."""
+        from nodeweave.failures import EngineStep
+
+        return EngineStep(f"{self.engine} on {self.hosts[index]}", remedy, node=f"node-{index}")
 
     def _refuse_users_compose(self, sent: Dict[str, str]) -> None:
         """``up`` writes ``<remote dir>/compose/NAME``, where `nodeweave sync` puts this folder's own
@@ -308,8 +315,16 @@ class HostsCluster(Backend):
         folder's is never reached: the verb refused it first)."""
         if self.engine != "none":
             return []
-        return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
-            ["rm", "-f", self._mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
+        return [Step(f"take this folder's mark and the job token back from node-{i} ({self._ssh(host).label})",
+                     tuple(self._ssh(host).exec_argv(["rm", "-f", self._mark_file, self._token_file], stdin=False)),
+                     timeout=60) for i, host in enumerate(self.hosts)]
+
+    def _token_removal_steps(self) -> List[Step]:
+        """``down``'s last steps on compose hosts: the job token ``up`` sent each host, once its node is gone (the
+        next ``up`` sends a new one), as Slurm's ``down`` deletes it on each node."""
+        return [Step(f"remove the job token from node-{i} ({self._ssh(host).label})",
+                     tuple(self._ssh(host).exec_argv(["rm", "-f", self._token_file], stdin=False)), timeout=60)
+                for i, host in enumerate(self.hosts)]
 
     def _awaited(self, count: int, mode: str) -> str:
         """Bare hosts: up starts nothing, so it waits for each host to answer (walk6, W28: "until 3 node(s) run")."""
@@ -338,7 +353,7 @@ class HostsCluster(Backend):
 
         from nodeweave.cluster.verbs import stop_plan
 
-        if self.engine != "none" or renamed:
+        if self.engine != "none" or renamed or idle is not None:  # idle: nothing of this name to take down
             return super().plan_down(delete_claims, renamed, idle)
         stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
         (stop,) = stopped.phases
@@ -349,7 +364,10 @@ class HostsCluster(Backend):
             return []
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
-                      timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+                      timeout=self.spec.kubernetes.grace_period + 300,
+                      engine=self._engine_step(i, "fix what it names and run `nodeweave down` again"))
+                 for i, host in enumerate(self.hosts)],
+                self._token_removal_steps()]
 
     def marks(self):
         """Each host's mark of the job, all hosts at once over ssh: its node container's labels (``inspect``), or

@@ -230,6 +230,16 @@ class LocalCluster(Backend):
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
         return [] if self.compose_file.exists() else self._compose_files()
 
+    def _down_removals(self) -> List["PlannedFile"]:
+        """The token ``up`` wrote and mounted (a secret no node reads once they are gone; the next ``up`` writes a
+        new one); never a token file the spec's env names, which is the user's."""
+        from nodeweave.plan import PlannedFile
+
+        path = self.state.token_file
+        if self._own_token_file or not (path.is_file() or path.is_symlink()):
+            return []
+        return [PlannedFile(self.state.shown(path), "the job token up wrote; the next up writes a new one")]
+
     # which engine compose reaches (podman-compose and docker compose read them); the project and file are -p, -f
     reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
                        "CONTAINERS_CONF", "COMPOSE_PROFILES", "COMPOSE_ENV_FILES", "PODMAN_COMPOSE_PROVIDER")
@@ -405,12 +415,20 @@ class LocalCluster(Backend):
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self._compose("up", "-d", "--force-recreate"), env,
-                      timeout=900)]]
+                      timeout=900, engine=self._engine_step("fix what it names and run `nodeweave up` again "
+                                                            "(`nodeweave status` shows each node)"))]]
+
+    def _engine_step(self, remedy: str) -> "EngineStep":
+        """How a compose step of this job says its failure: the engine's reason, the node its container names."""
+        from nodeweave.failures import EngineStep
+
+        return EngineStep(self.engine, remedy, containers=f"{self.spec.name}-")
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step("stop and remove the node containers and their network", self._compose("down", "-t", grace),
-                      timeout=self.spec.kubernetes.grace_period + 300)]]
+                      timeout=self.spec.kubernetes.grace_period + 300,
+                      engine=self._engine_step("fix what it names and run `nodeweave down` again"))]]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         """``running``, ``exited (N)``, ``created`` or ``missing`` per container, in one inspect."""

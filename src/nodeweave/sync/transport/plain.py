@@ -26,9 +26,23 @@ from nodeweave.sync.transport.session import TransferError, stderr_tail
 STAMP_SCRIPT = replace_from_stdin('"$1"', '"$2"') + ' && cat -- "$1/$2"'
 
 
+# tar -x writes each file at its own name: a stream cut mid-file (Ctrl-C, SIGTERM, a lost channel) left it
+# truncated there, the old file gone (note18: rsync removes its own temp file on an interrupt, the agent since
+# fix19g). So the stream goes into a stage of nodeweave's own inside DEST (one per host and process: nodes may share
+# DEST), and only a whole stream's files are renamed into place; the stage is removed on every exit, an interrupt's
+# too (the traps). $1 = DEST. GNU and busybox tools only (find -exec +, mv, mkdir -p).
+UNTAR_SCRIPT = (
+    's="$1/.nodeweave-untar-$(uname -n 2>/dev/null)-$$" && trap \'rm -rf -- "$s"\' EXIT && '
+    'trap \'rm -rf -- "$s"; exit 130\' HUP INT TERM PIPE && mkdir -p -- "$s" && tar -x -o -f - -C "$s" && cd -- "$s" && '
+    'find . -mindepth 1 -type d -exec sh -c \'for d; do mkdir -p -- "$0/$d" || exit 1; done\' "$1" {} + && '
+    'find . -mindepth 1 ! -type d -exec sh -c \'for f; do mv -f -- "$f" "$0/$f" || exit 1; done\' "$1" {} +'
+)
+
+
 def tar_extract_argv(target: Remote, dest: str) -> "list[str]":
-    """Unpack a tar stream from stdin into ``dest`` (``-o``: don't restore owners; GNU and busybox)."""
-    return target.exec_argv(["tar", "-x", "-o", "-f", "-", "-C", dest])
+    """Unpack a tar stream from stdin into ``dest`` through a stage (:data:`UNTAR_SCRIPT`; ``-o``: don't restore
+    owners; GNU and busybox)."""
+    return target.exec_argv(["sh", "-c", UNTAR_SCRIPT, "sh", dest.rstrip("/") or "/"])
 
 
 def list_files_argv(target: Remote, dest: str) -> "list[str]":
