@@ -20,3 +20,22 @@ def test_a_node_count_typed_on_a_verb_without_one_is_answered_as_a_count(tmp_pat
         assert "did you mean --host" not in line, line
     line = one_line(nodeweave(tmp_path, "up", "--nodes", "gpu01").stderr)
     assert "did you mean --host?" in line, line  # a host's name is still answered with the verb's spelling
+
+
+def test_every_host_check_takes_the_names_ssh_takes(tmp_path):
+    """walk18a A15: ``--host gpu_01`` (a ~/.ssh/config alias ssh takes) was refused as no RFC 1123 name by up, hosts
+    probe, hosts files and the spec's hosts: every host check takes '_', and still refuses what ssh does not."""
+    (tmp_path / "nodeweave.yaml").write_text("name: w\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    (tmp_path / "t.py").write_text("")
+    (tmp_path / "hf").write_text("gpu_01\ngpu_02\n")
+    (tmp_path / "s2.yaml").write_text("name: w\nimage: {variant: cpu}\nnodes: 2\nhosts: [gpu_01, a100_box]\n"
+                                      "launcher: {script: t.py}\n")
+    for argv in (["up", "--target", "hosts", "--host", "gpu_01", "--host", "me@gpu_02", "--remote-dir", "/srv/job",
+                  "--hold", "--dry-run"],
+                 ["up", "--target", "hosts", "--hosts-file", "hf", "--remote-dir", "/srv/job", "--hold", "--dry-run"],
+                 ["hosts", "probe", "--node", "gpu_01", "--dry-run"],
+                 ["validate", "--spec", "s2.yaml"]):
+        done = nodeweave(tmp_path, *argv)
+        assert done.returncode == 0 and "not accepted" not in done.stderr, (argv, done.stderr)
+    line = one_line(nodeweave(tmp_path, "up", "--target", "hosts", "--host", "gpu!1", "--dry-run").stderr)
+    assert "--host 'gpu!1' is not accepted: [user@]host with a host name (letters, digits, '-', '_' and '.'" in line
