@@ -39,3 +39,13 @@ def test_every_host_check_takes_the_names_ssh_takes(tmp_path):
         assert done.returncode == 0 and "not accepted" not in done.stderr, (argv, done.stderr)
     line = one_line(nodeweave(tmp_path, "up", "--target", "hosts", "--host", "gpu!1", "--dry-run").stderr)
     assert "--host 'gpu!1' is not accepted: [user@]host with a host name (letters, digits, '-', '_' and '.'" in line
+
+
+def test_a_verbs_help_names_the_exit_code_it_gives(tmp_path):
+    """walk18a A8: ``hosts probe --help`` said "exit 1 if any is unreachable"; a host ssh cannot reach ends exit 3
+    (walk17a's rule), and the help says so, and what exit 1 is left for."""
+    text = " ".join(nodeweave(tmp_path, "hosts", "probe", "--help").stdout.split())
+    assert "exit 3 when ssh cannot reach a host" in text and "exit 1 if any is unreachable" not in text, text
+    assert "--write-hostfile has no host with a GPU to write (nothing is written then)" in text, text
+    done = nodeweave(tmp_path, "hosts", "probe", "--node", "nosuchhost.invalid")
+    assert done.returncode == 3 and "ssh cannot reach nosuchhost.invalid" in done.stderr, done.stderr
