@@ -49,3 +49,69 @@ def test_a_verbs_help_names_the_exit_code_it_gives(tmp_path):
     assert "--write-hostfile has no host with a GPU to write (nothing is written then)" in text, text
     done = nodeweave(tmp_path, "hosts", "probe", "--node", "nosuchhost.invalid")
     assert done.returncode == 3 and "ssh cannot reach nosuchhost.invalid" in done.stderr, done.stderr
+
+
+STORE = ["localhost/nodeweave/team:cpu", "localhost/nodeweave-base:bookworm"]
+
+
+def _store(folder, monkeypatch):
+    """podman and podman-compose on PATH, the store holding :data:`STORE` (`image inspect`, `images --format`)."""
+    from types import SimpleNamespace
+
+    import nodeweave.build as build
+
+    bin_dir = folder / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "podman").write_text(
+        "#!/bin/sh\n" f'IMAGES="{" ".join(STORE)}"\n' 'case "$1 $2" in\n'
+        '  "image inspect") for n in $IMAGES; do [ "$n" = "$5" ] && echo "{}" && exit 0; done\n'
+        '    echo "Error: $5: image not known" >&2; exit 125;;\n'
+        '  "images --format") for n in $IMAGES; do echo "$n"; done; exit 0;;\n'
+        "esac\nexit 0\n")
+    (bin_dir / "podman-compose").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    monkeypatch.setattr(build, "detect_engine", lambda name=None: SimpleNamespace(kind="podman", builder=build.BUILDX))
+
+
+def test_a_local_image_the_store_lacks_is_one_refusal_and_an_unreached_registry_is_exit_3(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """walk18a A10, A11: `image build --base localhost/...:bookwrom` was exit 2 naming the nearest images, `up --image
+    localhost/...:cpx` exit 3 naming none: one rule now (exit 3, the nearest named); a build that cannot reach its
+    registry was exit 1, where up's pull that cannot is 3."""
+    from cli_run import in_process
+    from team_folder import make_team
+
+    team = make_team(tmp_path, monkeypatch)
+    _store(team, monkeypatch)
+    assert in_process(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    for argv, near in ((["up", "--hold", "--image", "localhost/nodeweave/team:cpx"], "localhost/nodeweave/team:cpu"),
+                       (["image", "build", "cpu", "--base", "localhost/nodeweave-base:bookwrom"],
+                        "localhost/nodeweave-base:bookworm")):
+        code, out, err = in_process(capsys, *argv)
+        line = one_line(err)
+        assert code == 3 and "is not built here (podman's store lacks it" in line, (argv, code, out, err)
+        assert f"with a tag this store holds (nearest: {near}" in line, line
+
+    from python_on_whales.exceptions import DockerException
+
+    import nodeweave.build.builder as builder
+    from nodeweave.errors import EnvironmentProblem
+
+    def offline(step):
+        yield "STEP 1/9: FROM docker.io/library/python:3.12-slim\n"
+        yield ("Error: creating build container: initializing source docker://python:3.12-slim: pinging container "
+               "registry registry-1.docker.io: Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup "
+               "registry-1.docker.io: no such host\n")
+        raise DockerException(["podman", "build"], 125)
+
+    monkeypatch.setattr(builder, "_build_lines", offline)
+    plan = type("P", (), {"dockerfile": "Dockerfile", "steps": lambda *a: [None]})()
+    try:
+        builder.run_build(type("E", (), {"kind": "podman"})(), plan, steps=[object()])
+    except EnvironmentProblem as err:
+        assert err.exit_code == 3 and "no such host" in str(err), err
+    else:
+        raise AssertionError("an unreached registry did not end the build")
