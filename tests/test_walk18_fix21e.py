@@ -115,3 +115,68 @@ def test_a_local_image_the_store_lacks_is_one_refusal_and_an_unreached_registry_
         assert err.exit_code == 3 and "no such host" in str(err), err
     else:
         raise AssertionError("an unreached registry did not end the build")
+
+
+def _marked_engine(team, monkeypatch, marks):
+    """podman whose `inspect` answers each container of ``marks`` with those labels; no container of the job runs."""
+    import json
+
+    from team_folder import fake_engines
+
+    fake_engines(team, monkeypatch, "podman")
+    (team / "fakebin" / "marks.txt").write_text(
+        "".join(f"{json.dumps(name)} {json.dumps(labels)}\n" for name, labels in marks.items()))
+    (team / "fakebin" / "podman").write_text(f"""#!/bin/sh
+case "$*" in
+  "version --format {{{{.Server.Version}}}}") echo 4.3.1 ;;
+  inspect*) cat {team / 'fakebin' / 'marks.txt'} ;;
+  *) exit 0 ;;
+esac
+""")
+
+
+def test_a_node_address_of_no_node_of_the_job_is_answered_alike_by_every_verb(tmp_path, monkeypatch, capsys):
+    """walk18a A4: in a folder whose job is not up, `exec/stop/shell --node podman:w18a-0` (another folder's
+    container) said exit 2 "names no node of this cluster; the nodes: ..." listing nodes that do not exist, where
+    sync and doctor --cluster said exit 3 naming the folder that owns it: every verb answers as they do, and an
+    address of nothing while the job is not up is "not up", exit 3."""
+    from cli_run import in_process
+    from nodeweave.cluster.identity import JobMark
+    from team_folder import SPEC, make_team
+
+    (tmp_path / "bob").mkdir()
+    team = make_team(tmp_path / "bob", monkeypatch)
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    (alice / "nodeweave.yaml").write_text(SPEC.replace("name: team", "name: w18a"))
+    _marked_engine(team, monkeypatch, {"w18a-0": JobMark.of(alice, "w18a").labels()})
+    for argv in (["exec", "--node", "podman:w18a-0", "--", "hostname"], ["stop", "--node", "podman:w18a-0", "--dry-run"],
+                 ["shell", "--node", "podman:w18a-0", "--dry-run"], ["logs", "--node", "podman:w18a-0"],
+                 ["sync", "--node", "podman:w18a-0", "--dry-run"]):
+        code, out, err = in_process(capsys, *argv)
+        line = one_line(err)
+        assert code == 3 and f"was started by `nodeweave up` in {alice} (job w18a)" in line, (argv, out, err)
+        assert f"run the verb in {alice}" in line and "names no node" not in line, line
+    code, out, err = in_process(capsys, "exec", "--node", "podman:nosuch-0", "--", "hostname")
+    line = one_line(err)
+    assert code == 3 and "team is not up on podman" in line and "names no node" not in line, (out, err)
+
+
+def test_a_node_count_lowered_since_up_reaches_every_node_up_made(tmp_path, monkeypatch, capsys):
+    """walk18a A13: `nodes: 2` -> `1` while two nodes held: exec said "1 node(s): all exit 0", stop stopped node-0
+    alone and run planned node-0 alone, all silently, where a count raised is refused: every verb reaches the nodes
+    up made, saying so (stop stops each), and a run, one launch the nodes were made for, is refused, exit 3."""
+    from cli_run import in_process
+    from team_folder import SPEC, fake_engines, made_by_up, make_team
+
+    team = make_team(tmp_path, monkeypatch)
+    fake_engines(team, monkeypatch, "podman")
+    made_by_up(team, SPEC)
+    (team / "nodeweave.yaml").write_text(SPEC.replace("nodes: 2", "nodes: 1"))
+    said = "now asks for 1 node container(s) and team is up with 2"
+    for argv in (["stop", "--dry-run"], ["exec", "--dry-run", "--", "true"]):
+        code, out, err = in_process(capsys, *argv)
+        assert code == 0 and "team-0" in out and "team-1" in out, (argv, out, err)
+        assert said in err and "every node it made is reached, node-1 too" in err, (argv, err)
+    code, out, err = in_process(capsys, "run", "--dry-run", "--", "train.py")
+    assert code == 0 and f"the real run would end with exit 3: nodeweave.yaml {said}" in " ".join(err.split()), err
