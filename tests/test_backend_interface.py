@@ -36,12 +36,15 @@ OPTIONAL_READS = {"marks", "nothing_up_line", "reach_problem", "check_folders", 
                   "metrics_url", "up_unchanged",
                   # walk14 A14: how many nodes the cluster up here was made with, against the spec's count
                   "made_count",
+                  # walk18a A13: the nodes up made where the spec now asks for fewer (the verbs reach every one)
+                  "made_nodes",
                   # walk15 A17: whether what the nodes were made from is no longer what the spec renders
                   "made_stale"}
 OWN = {  # each backend's public methods, overrides included (before issue 41's item 5: 11, 8, 14, 15; base 24)
     LocalCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets",
                    "host_mounts", "reach_problem", "image_problem",  # walk7 A3: the engine answers; A35: the image
-                   "metrics_url", "up_unchanged", "made_count", "made_stale"},  # walk12c C12, C7; walk14 A14, 15 A17
+                   "metrics_url", "up_unchanged", "made_count", "made_stale",  # walk12c C12, C7; walk14 A14, 15 A17
+                   "made_nodes"},  # walk18a A13
     HostsCluster: {"nodes", "states", "logs", "marks", "plan_down", "sync_targets", "grow_hint",
                    "nothing_up_line"},  # walk11 A17: bare hosts none of which holds the job's mark
     KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets", "grow_hint",

@@ -29,6 +29,12 @@ API_UNREACHABLE = re.compile(r"couldn't get current server API group list|connec
                              # (walk7 A38: `--kube-context nope` was exit 1 with kubectl's words, unforetold)
                              r"context \"[^\"]*\" does not exist|context was not found for specified context|"
                              r"error loading config file|invalid configuration", re.I)
+# What an engine's build or pull prints when the registry (or the index pip reads in a RUN step) cannot be reached:
+# the network, not the image, so exit 3, as `up`'s pull of an image it cannot reach (walk18a A11: an offline `image
+# build` was exit 1 with podman's "pinging container registry ... no such host").
+REGISTRY_UNREACHABLE = re.compile(r"pinging container registry|dial tcp [^:]*:? ?lookup |no such host|"
+                                  r"i/o timeout|TLS handshake timeout|network is unreachable|"
+                                  r"Temporary failure in name resolution|Could not resolve host", re.I)
 # How to get each program, and the other ways to reach the same nodes without it: the option that picks another
 # tool, and for an address typed with its kind (init --host, hosts probe --node, sync --node) the other kind's
 # spelling. One rule offers them (``install_hint``): an option only where the verb running has it, a spelling only

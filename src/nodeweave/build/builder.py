@@ -22,7 +22,7 @@ from typing import Callable, Iterator, List, Optional, Sequence
 from nodeweave.build.engine import Engine
 from nodeweave.build.plan import BuildPlan, Revision
 from nodeweave.build.pushed import push_steps
-from nodeweave.errors import NodeweaveError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError
 from nodeweave.steps import Step
 
 # podman/buildah: "STEP 3/9: RUN ...", a cached step then prints "--> Using cache <id>".
@@ -140,7 +140,10 @@ def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = 
             tail = (tail + [line.rstrip()])[-15:]
             on_line(line.rstrip("\n"))
     except DockerException as err:
-        raise NodeweaveError(
+        from nodeweave.failures import REGISTRY_UNREACHABLE
+
+        unreached = any(REGISTRY_UNREACHABLE.search(line) for line in tail)  # the network's, exit 3 (walk18a A11)
+        raise (EnvironmentProblem if unreached else NodeweaveError)(
             f"{engine.kind} build of {plan.dockerfile} failed (exit {err.return_code}); last lines:\n"
             + "\n".join(tail)
         ) from None

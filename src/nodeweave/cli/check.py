@@ -120,7 +120,7 @@ def check_command(
         from nodeweave.cli.habits.nodes import first_nodes
         from nodeweave.cluster.overrides import run_overrides
 
-        nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
+        nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check", backend))
     plan = check_plan(backend.where, nodes, check_options, shape, runs_parent(runs_dir, spec_path, writes=True),
                       spec.name)
     if not dry_run:

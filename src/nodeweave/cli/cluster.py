@@ -327,7 +327,7 @@ def status_command(
     made, changed = backend.made_count(), count_changed(backend) or spec_changed(backend)
     if made is not None and made < len(every):  # a node the spec added since up is not made, not "down" (walk15 A18)
         every = [n for n in every if n.index < made]
-    nodes = pick_nodes(every, node)
+    nodes = pick_nodes(every, node, backend, "status")
     rows = gather(backend, nodes, spec_command(spec), say=lambda line: console(stderr=True).print(
         f"# {line}", highlight=False, markup=False))
     agree = agreement(rows)
@@ -469,7 +469,7 @@ def stop_command(
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     every = live_nodes(backend, "stop", dry_run)
-    nodes = pick_nodes(every, node)
+    nodes = pick_nodes(every, node, backend, "stop")
     plan = stop_plan(backend, nodes, grace, every_node=len(nodes) == len(every))
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "stop")
@@ -529,7 +529,7 @@ def shell_command(
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
 
-    chosen = pick_one(live_nodes(backend, "open a shell in", dry_run), wanted, "shell")
+    chosen = pick_one(live_nodes(backend, "open a shell in", dry_run), wanted, "shell", backend)
     plan = shell_plan(backend, chosen)
     if dry_run:
         from nodeweave.cli.habits.output import tell
@@ -622,10 +622,10 @@ def logs_command(
                                  + (" (or --container for the containers' logs)" if backend.holds else ""))
     if folder is not None:
         refuse_since_for_runs(since, "the nodes hold, so logs reads")
-        wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
+        wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node, backend, "logs")] if node else []
         out.print(f"# {folder}", highlight=False, markup=False)  # once every option is judged (walk10 C3)
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
-    nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
+    nodes = pick_nodes(live_nodes(backend, "read logs of"), node, backend, "logs")
     unreached = unreached_hosts(backend, nodes)
     if unreached:
         require_up(backend, nodes, "logs")

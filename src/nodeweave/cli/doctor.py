@@ -259,7 +259,7 @@ def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOpti
         from nodeweave.cli.habits.clusteropts import open_cluster
 
         _, backend, _ = open_cluster(cluster_spec(), reach, dry_run=dry_run)
-        picked = pick_nodes(live_nodes(backend, "ask", dry_run), picks)
+        picked = pick_nodes(live_nodes(backend, "ask", dry_run), picks, backend, "ask")
         if dry_run:
             from nodeweave.cli.habits.clusteropts import would_fail
 

@@ -73,7 +73,7 @@ def exec_command(
         raise UsageError(dropped)
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
+    nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node, backend, "exec")
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
     moved = typed_here(spec, spec_path, list(command))
     noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False) + hidden_notes(variables, nodes)

@@ -53,8 +53,9 @@ def probe_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the probe each host would get (and the hostfile "
                                  "written); reach no host"),
 ) -> None:
-    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable
-    (3 when the Kubernetes API cannot be reached for any pod)."""
+    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host; exit 3 when ssh cannot
+    reach a host or the Kubernetes API cannot be reached for any pod, 1 when a reached host or a container does not
+    answer, or --write-hostfile has no host with a GPU to write (nothing is written then)."""
     from nodeweave.usertext import console as people_console
 
     from nodeweave.hosts import probe_hosts

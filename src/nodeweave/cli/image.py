@@ -88,17 +88,16 @@ def _engine_for_dry_run(engine_name: Optional[str]):
         return None, installed_engine(engine_name) or "podman", f"the real build would end with exit 3: {problem}"
 
 
-def check_base_here(plan, base_option: Optional[str], kind: str, answered: bool) -> Optional[str]:
+def check_base_here(plan, base_option: Optional[str], kind: str, answered: bool, dry_run: bool) -> Optional[str]:
     """The base the build pulls (``plan``'s BASE_IMAGE: ``--base``, ``--build-arg BASE_IMAGE``, the spec's
     image.base or its build_args), when it names this machine's store (``localhost/...``, ``localhost:5000/...``:
     never pulled from elsewhere), must be in ``kind``'s store, checked at dry run too, as ``--network`` is: a tag
     missing there (a typo: ``bookwrom``) ended a real build in three pull retries from https://localhost/ and
-    exit 1 (walk12 C9). Missing is exit 2 naming the local images nearest it; None when it is there (or the name is
-    a registry's), else the note a dry run prints when the engine cannot be asked."""
-    from difflib import get_close_matches
-
+    exit 1 (walk12 C9). Missing is said by the one rule ``up --image`` answers by (``pullable.absent_here``: exit
+    3, naming the local images nearest it; walk18a A10); the dry run notes it. None when it is there (or the name
+    is a registry's), else the note a dry run prints."""
     from nodeweave.build.plan import BASE_IMAGE_ARG
-    from nodeweave.cluster.pullable import ABSENT, machine_local, stored_labels
+    from nodeweave.cluster.pullable import absent_here, machine_local
 
     ref = plan.build_args.get(BASE_IMAGE_ARG)
     if not ref or not machine_local(ref):
@@ -106,22 +105,16 @@ def check_base_here(plan, base_option: Optional[str], kind: str, answered: bool)
     given = ("--base" if ref == base_option else "the base (image.base, or BASE_IMAGE of image.build_args)")
     if not answered:
         return f"{given} {ref}: whether {kind}'s store has it could not be asked (the engine does not answer)"
-    if stored_labels(ref, kind) is not ABSENT:
+    absent = absent_here(ref, kind, option="--base" if given == "--base" else "a base",
+                         first=f"`{kind} load` or `{kind} build` it")
+    if absent is None:
         return None
-    import subprocess
+    said = f"{given}: {absent}"
+    if dry_run:
+        return f"the real build would end with exit 3: {said}"
+    from nodeweave.errors import EnvironmentProblem
 
-    try:
-        listed = subprocess.run([kind, "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
-                                text=True, timeout=60, stdin=subprocess.DEVNULL).stdout.split()
-    except (OSError, subprocess.TimeoutExpired):
-        listed = []
-    local = sorted({name for name in listed if machine_local(name) and "<none>" not in name})
-    near = get_close_matches(ref, local, n=3, cutoff=0.8)
-    listing = f"`{kind} images` lists {'the ' + str(len(local)) if local else 'them: none here'}"
-    shown = f"{', '.join(near)}; {listing}" if near else listing
-    raise UsageError(f"{given} {ref}: no such image in {kind}'s store here, and {ref.partition('/')[0]}/ is pulled "
-                     f"from nowhere else, so the build would fail pulling it; accepted: a local image ({shown}), "
-                     "or an image of a registry")
+    raise EnvironmentProblem(said)
 
 
 def _checked_tag(tag: Optional[str]) -> Optional[str]:
@@ -178,7 +171,10 @@ def build(
                                "in the cluster's own registry) are refused there)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
-    """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
+    """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>.
+
+    Exit 2 for bad input, 3 when the engine is missing, a localhost/ base is not in its store, or a registry (or
+    pip's index) cannot be reached, 1 when the build itself fails (a step of the Dockerfile)."""
     from nodeweave.usertext import console as people_console
 
     from nodeweave.build import BUILDX, check_network_exists, detect_engine, prepare_build
@@ -227,7 +223,7 @@ def build(
         engine, would_fail = detect_engine(engine_name), None
         kind = engine.kind
     unasked = check_network_exists(network, kind, engine is not None)  # a dry run checks it too
-    unasked = [note for note in (unasked, check_base_here(first.plan, base, kind, engine is not None)) if note]
+    unasked = [note for note in (unasked, check_base_here(first.plan, base, kind, engine is not None, dry_run)) if note]
     if unasked:  # a dry run checks the base too (walk12 C9)
         would_fail = "; ".join([would_fail, *unasked] if would_fail else unasked)
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,

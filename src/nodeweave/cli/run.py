@@ -148,7 +148,7 @@ def run_command(
     shape_notes.append(recovery_shape_note(spec, nodes_wanted, node, everyone))
     if any(shape_notes):  # every node named under recovery: the run's own shape
         nodes_wanted, node = None, []
-    nodes_wanted = _node_count(everyone, node, nodes_wanted)
+    nodes_wanted = _node_count(everyone, node, nodes_wanted, backend)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
                                  backend.grow_hint(nodes_wanted or 0))
     crowded = past_this_machine(backend, len(nodes), nproc_per_node, spec, spec_path)
@@ -461,14 +461,14 @@ def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[st
     return None
 
 
-def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
+def _node_count(nodes, node: List[str], count: Optional[int], backend=None) -> Optional[int]:
     """--nodes N, or the N of --node 0-(N-1): a run's ranks are the nodes' places, so only a prefix can run (the
     two together are refused as the command line is read: habits/conflicts.py)."""
     if not node:
         return count
     from nodeweave.cli.habits.nodes import first_nodes
 
-    picked = first_nodes(nodes, node, "run")
+    picked = first_nodes(nodes, node, "run", backend)
     return picked if picked < len(nodes) else None
 
 

@@ -46,7 +46,7 @@ def watched_node(spec_path: Optional[Path], reach: "ClusterOptions", node: List[
         # `init` and --spec, for the verbs that read node 0 without one)
         raise UsageError(f"{err}; a job started without a spec (nodeweave-entrypoint on its hosts) is watched at "
                          f"node 0's metrics port: nodeweave {verb} --url http://NODE0:9464") from None
-    target = pick_one(live_nodes(backend, "watch"), node, verb)
+    target = pick_one(live_nodes(backend, "watch"), node, verb, backend)
     require_up(backend, [target], "watch")
     return target
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from nodeweave.cluster.base import MOUNTED_SYNC, Backend, Node, nothing_to, start_hint
-from nodeweave.entrypoint.nodelists import noted_ranges
+from nodeweave.entrypoint.nodelists import noted_ranges, ranges
 from nodeweave.errors import EnvironmentProblem
 
 
@@ -308,8 +308,59 @@ def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]
     nodes = backend.nodes(dry_run=dry_run)
     if not nodes:
         raise EnvironmentProblem(no_nodes_line(backend, verb) + renamed_tail(backend))
+    nodes = _made_past_spec(backend, nodes, verb, dry_run)
     note_spec_changed(backend)
     return nodes
+
+
+def address_elsewhere(backend: Backend, nodes: List[Node], word: str, verb: str) -> None:
+    """``--node KIND:NAME`` that names none of the job's ``nodes``, answered as sync and ``doctor --cluster`` answer
+    it (walk18a A4: exec, stop and shell said exit 2 listing the nodes of a job not up): a container or pod another
+    folder's ``up`` made is that folder's, exit 3 naming it; with this job not up, "not up", exit 3. Returns where
+    neither holds: the address is then a mistake, said by ``--node`` itself (exit 2)."""
+    from nodeweave import remote
+    from nodeweave.cluster.identity import foreign_owner, reached_marks
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        target = remote.parse_target(word)
+        found = {name: mark for name, mark in reached_marks([target]).items() if mark is not None}
+    except NodeweaveError:  # no address, or an API that does not answer: --node's own refusal says the address
+        return
+    if found:
+        foreign_owner(backend.mark, found, "node")
+    down = not_up(backend, list(nodes))
+    if nodes and len(down) == len(nodes):
+        line = down_line(backend, list(nodes), verb, down)
+        if line:
+            raise EnvironmentProblem(line)
+
+
+# Verbs that launch one job across the nodes, each of which `up` made for the count it was made with: a spec asking
+# for fewer since is refused for them, as one asking for more is (down_line); every other verb reaches what up made.
+LAUNCHES = ("run", "check")
+
+
+def _made_past_spec(backend: Backend, nodes: List[Node], verb: str, dry_run: bool) -> List[Node]:
+    """The spec's node count lowered since ``up`` (walk18a A13: exec, stop and run acted on node-0 alone, node-1
+    silently left out, where a count raised is refused): a launch is refused (exit 3, the dry run notes it), and
+    every other verb reaches each node up made, said once; ``stop`` so stops every node of the run."""
+    import sys
+
+    made = backend.made_count()
+    if made is None or made <= len(nodes):
+        return nodes
+    line = count_changed(backend)
+    if verb in LAUNCHES:
+        said = f"{line}; {nothing_to(verb)} until then"
+        if not dry_run:
+            raise EnvironmentProblem(said)
+        print(f"nodeweave: note: the real {verb} would end with exit 3: {said}", file=sys.stderr)
+        return nodes
+    every = backend.made_nodes(dry_run)
+    print(f"nodeweave: note: {line}; until then every node it made is reached, "
+          f"{ranges(n.name for n in every[len(nodes):])} too", file=sys.stderr)
+    return every
 
 
 def renamed_tail(backend: Backend) -> str:

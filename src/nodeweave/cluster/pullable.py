@@ -10,7 +10,7 @@ were started. ``up`` (and its dry run) says so first, naming the remedy: a regis
 On the local target the same name is this machine's store, and it may simply not be there yet (the build step
 skipped, or --image tagged otherwise): podman-compose would fail on its pull of ``localhost/...``. ``up`` asks
 the store once (``image inspect``: only the store's own "no such image" counts, never a daemon that does not answer,
-walk8 A5) and refuses with exit 3 before it starts
+walk8 A5) and refuses with exit 3 before it starts (``image build --base`` too: one rule, :func:`absent_here`)
 anything; its dry run says the real up would (walk7 A35).
 """
 
@@ -77,7 +77,8 @@ def stored_labels(ref: str, engine: str) -> "Optional[dict]":
 ABSENT = {"": "absent"}  # a sentinel no image carries (a label's name is never empty)
 
 
-def absent_here(ref: Optional[str], engine: Optional[str], build: str = "nodeweave image build") -> Optional[str]:
+def absent_here(ref: Optional[str], engine: Optional[str], build: str = "nodeweave image build",
+                option: str = "--image", first: Optional[str] = None) -> Optional[str]:
     """One sentence when ``ref`` names this machine's store and ``engine``'s store lacks it; None where it is
     there, is pulled from elsewhere, or the store could not be asked (the engine missing, or its daemon silent, is
     said on its own)."""
@@ -86,8 +87,27 @@ def absent_here(ref: Optional[str], engine: Optional[str], build: str = "nodewea
     if stored_labels(ref, engine) is not ABSENT:
         return None
     return (f"image {ref} is not built here ({engine}'s store lacks it, and {ref.partition('/')[0]}/ is pulled "
-            f"from nowhere else): `{build}` first, or give --image with a tag `"
-            f"{engine} images` lists")
+            f"from nowhere else): {first or f'`{build}`'} first, or give {option} with a tag this store holds "
+            f"({nearest_local(ref, engine)})")
+
+
+def nearest_local(ref: str, engine: str) -> str:
+    """The local images of ``engine``'s store nearest ``ref`` and how to list them all: what every refusal of a
+    ``localhost/`` image the store lacks names (walk18a A10: `up --image ...:cpx` named none, the build's --base
+    did). The one check of such an image is :func:`absent_here`; ``image build --base`` says it with its own
+    option's name."""
+    import subprocess
+    from difflib import get_close_matches
+
+    try:
+        listed = subprocess.run([engine, "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        listed = []
+    local = sorted({name for name in listed if machine_local(name) and "<none>" not in name})
+    near = get_close_matches(ref, local, n=3, cutoff=0.8)
+    listing = f"`{engine} images` lists {'the ' + str(len(local)) if local else 'them: none here'}"
+    return f"nearest: {', '.join(near)}; {listing}" if near else listing
 
 
 def built_elsewhere(ref: Optional[str], engine: Optional[str], owner: str) -> Optional[str]:

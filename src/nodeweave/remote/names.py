@@ -21,7 +21,10 @@ from nodeweave.systemdirs import HOMES, a_home, home_itself, own_homes  # noqa: 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _CONTAINER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")  # docker/podman's own rule
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
+# A host name's label as ssh and the resolver take one: RFC 1123's letters, digits and '-', and '_', which ssh takes in
+# a ~/.ssh/config Host alias and glibc in /etc/hosts (walk18a A15: `--host gpu_01` was refused); the spec's hosts
+# (spec.rules.HOST) and the entrypoint's MASTER_ADDR (planning.contract.HOST_CHARS) take the same.
+_HOST_LABEL = re.compile(r"^[A-Za-z0-9_]([-A-Za-z0-9_]*[A-Za-z0-9_])?$")
 _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
 # Folders whose every child is a mount point of its own (/mnt/nfs, /media/usb): never emptied by --delete.
@@ -98,7 +101,7 @@ def ipv6_literal(value: str) -> bool:
 
 
 def check_ssh_host(value: str, what: str = "host") -> str:
-    """``[user@]host`` with an RFC 1123 name or an IPv4 address."""
+    """``[user@]host`` with a host name (an ssh alias too) or an IPv4 address."""
     user, at, host = value.rpartition("@")
     if at and not user:  # walk8 A16: `--host "$RUSER@gpu01"` with RUSER unset; ssh would print its usage text
         raise refuse(what, value, f"[user@]host, where the user before '@' is not empty (an unset variable?): "
@@ -123,8 +126,8 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     labels = host.rstrip(".").split(".") if host else []
     if (address is None and (not labels or len(host) > 253
                              or not all(len(lab) <= 63 and _HOST_LABEL.match(lab) for lab in labels))):
-        raise refuse(what, value, "[user@]host with an RFC 1123 host name (letters, digits, '-' "
-                     "and '.') or an IPv4 address")
+        raise refuse(what, value, "[user@]host with a host name (letters, digits, '-', '_' and '.', as ssh "
+                     "takes one, a ~/.ssh/config Host alias too) or an IPv4 address")
     return value
 
 

@@ -226,11 +226,12 @@ SLURM_NODES = Rule(
     "a Slurm node name such as gpu01, or a range of them such as gpu[01-04] or gpu[01-04,07]",
 )
 
-_HOST_FORM = _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+# '_' as ssh, /etc/hosts and the entrypoint's MASTER_ADDR take it (remote.names._HOST_LABEL; walk18a A15)
+_HOST_FORM = _full(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*"
                    r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+")
 HOST = Rule(
     lambda v: _HOST_FORM(v) and leading_zero_problem(v) is None,  # 010.0.0.1 is 8.0.0.1 to ssh (walk6 W46)
-    "a host name (letters, digits, '-', dots) or an IP address without leading zeros (ssh reads 010.0.0.1 as "
+    "a host name (letters, digits, '-', '_', dots) or an IP address without leading zeros (ssh reads 010.0.0.1 as "
     "octal 8.0.0.1), as each host knows itself, such as gpu01, "
     "gpu01.lab.example or 10.0.0.11; no user@ and no :port, which are ssh's (--host user@gpu01, --ssh-option "
     "Port=N, or a Host entry with Port N in ~/.ssh/config)",

@@ -149,32 +149,42 @@ def _same_host(word: str, node) -> bool:
     return host_key(bare.rpartition("@")[2]) == host_key(host.rpartition("@")[2])
 
 
-def pick_nodes(nodes: Sequence, wanted: Sequence[str]) -> List:
-    """The nodes ``wanted`` selects, in the cluster's order (node 0 first); none given: all of them."""
+def pick_nodes(nodes: Sequence, wanted: Sequence[str], backend=None, verb: str = "act on") -> List:
+    """The nodes ``wanted`` selects, in the cluster's order (node 0 first); none given: all of them. With the
+    ``backend`` the nodes are of, an address that names none of them is answered as what it is
+    (``onbackend.address_elsewhere``): another folder's container, or a job not up, exit 3."""
     given = words(wanted)
     if not given:
         return list(nodes)
     chosen: "dict[int, str]" = {}
     for word in given:
-        for index in _indices(word, nodes):
+        try:
+            picked = _indices(word, nodes)
+        except UsageError:
+            if backend is not None and is_address(word):
+                from nodeweave.cluster.onbackend import address_elsewhere
+
+                address_elsewhere(backend, nodes, word, verb)
+            raise
+        for index in picked:
             if index in chosen:  # `--node 0-2,1`, `--node 0 --node node-0`: two words, one node
                 raise UsageError(f"--node {chosen[index]} and {word} both pick node-{index}; give each node once")
             chosen[index] = word
     return [n for n in nodes if n.index in chosen]
 
 
-def pick_one(nodes: Sequence, wanted: Sequence[str], verb: str):
+def pick_one(nodes: Sequence, wanted: Sequence[str], verb: str, backend=None):
     """The single node ``wanted`` selects (node 0 when none is given): ``shell`` works in one node."""
-    picked = pick_nodes(nodes, wanted or ["0"])
+    picked = pick_nodes(nodes, wanted or ["0"], backend, verb)
     if len(picked) != 1:
         raise UsageError(f"`nodeweave {verb}` works in one node and --node {','.join(words(wanted))} selects "
                          f"{len(picked)}: give one index, name or address")
     return picked[0]
 
 
-def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str) -> int:
+def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str, backend=None) -> int:
     """How many nodes a job starts on: ``--node`` must select ranks 0..N-1 (node 0 the master), so N."""
-    picked = [n.index for n in pick_nodes(nodes, wanted)]
+    picked = [n.index for n in pick_nodes(nodes, wanted, backend, verb)]
     if picked != list(range(len(picked))):
         count_flag = f" (or --nodes {max(picked) + 1})" if verb == "run" else ""  # only `run` takes --nodes
         raise UsageError(f"`nodeweave {verb}` starts one job whose ranks are the nodes' places (node 0 the "

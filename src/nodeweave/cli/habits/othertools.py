@@ -123,6 +123,9 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     name = typed.partition("=")[0]
     if (command.name, name) in ELSEWHERE:
         return f" ({name} is another tool's habit: nodeweave's word for it: {ELSEWHERE[(command.name, name)]})"
+    counted = _count_hint(command, name, _value_after(list(args), name))
+    if counted:
+        return counted
     sibling = host_spelling(command, name, args)
     if sibling:
         return sibling
@@ -136,6 +139,30 @@ def option_hint(command, typed: str, args: Sequence[str]) -> str:
     if refused:  # walk12 A11: `-f images/cpu/Dockerfile` offered `--spec images/cpu/Dockerfile`, refused on paste
         return f" ({ours} is {habit}; {refused})"
     return f" (did you mean {ours}{' ' + value if value else ''}? {ours} is {habit})"
+
+
+# A node count typed as other tools take it (walk18a A6: `up --nodes 3` was offered `--host 3`, a near typo of
+# --node by spelling): on a verb without --nodes, a count is answered by how that verb's node count is set.
+COUNT_SPELLINGS = ("--nodes", "--nnodes", "--num-nodes", "--num_nodes", "--scale")
+SPEC_COUNT = ("the spec's nodes says how many nodes up starts (N, or MIN:MAX for an elastic job); `nodeweave run "
+              "--nodes 2` runs a run on the first two of them")
+COUNT_BY_VERB = {
+    "down": "down takes down every node `up` made, however many; the run on one node ends with `nodeweave stop "
+            "--node N`",
+    "bench": "bench measures the processes of this machine, --nproc N of them; every node's links, each pair "
+             "measured: `nodeweave check --node N,M`",
+}
+
+
+def _count_hint(command, name: str, value: str) -> str:
+    """" (--nodes 3 is a node count ...)" for a count option ``command`` lacks, given a count; else ""."""
+    import re
+
+    if name not in COUNT_SPELLINGS or not re.fullmatch(r"\d+(:\d+)?", value or ""):
+        return ""
+    if any(name in getattr(param, "opts", ()) for param in command.params):
+        return ""
+    return f" ({name} {value} is a node count, not a host: {COUNT_BY_VERB.get(command.name, SPEC_COUNT)})"
 
 
 def host_spelling(command, typed: str, args: Sequence[str] = ()) -> str:

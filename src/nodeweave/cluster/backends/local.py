@@ -109,7 +109,13 @@ class LocalCluster(Backend):
         self.recorded = {"project": self.mark.project, "engine": self.engine, "engine_host": engine_host(self.engine)}
 
     def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
-        return [self._node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
+        return self._counted(self.spec.containers)
+
+    def made_nodes(self, dry_run: bool = False) -> List[Node]:
+        return self._counted(max(self.made_count() or 0, self.spec.containers))
+
+    def _counted(self, count: int) -> List[Node]:
+        return [self._node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(count)]
 
     def check_tools(self) -> None:
         if self.detected is None:
