@@ -17,3 +17,20 @@ def test_output_refusals_name_what_the_verb_takes(tmp_path, monkeypatch, capsys)
     for flag in ("--fingerprints", "--ranks", "--stacks"):
         code, out, err = in_process(capsys, "status", "-o", "name", flag)
         assert code == 2 and f"{flag} does nothing with --output name" in one_line(err), err
+
+
+def test_a_dash_value_refusal_offers_the_working_form_on_every_path_option(tmp_path, monkeypatch, capsys):
+    """walk18a A18: `init --script -x.py` was offered no working form (its `--script=-x.py` is then told to write
+    ./-x.py); every option naming a file or folder offers `OPTION ./-x`, which each of them takes."""
+    make_team(tmp_path, monkeypatch)
+    (tmp_path / "-x.py").write_text("print(1)\n")
+    for words in (["init", "--script", "-x.py", "--dry-run"], ["logs", "--run", "-x.py"],
+                  ["render", "compose", "--out", "-x.py", "--dry-run"], ["hosts", "probe", "--hosts-file", "-x.py"],
+                  ["image", "build", "--dry-run", "--context", "-x.py"], ["runs", "ls", "--runs-dir", "-x.py"]):
+        code, _, err = in_process(capsys, *words)
+        assert code == 2, (words, err)
+        option = words[words.index("-x.py") - 1]
+        assert f"{option} ./-x.py" in one_line(err), (words, err)
+    (tmp_path / "nodeweave.yaml").unlink()
+    code, out, err = in_process(capsys, "init", "--script", "./-x.py", "--dry-run")
+    assert code == 0 and "-x.py" in out, err
