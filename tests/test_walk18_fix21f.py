@@ -34,3 +34,17 @@ def test_a_dash_value_refusal_offers_the_working_form_on_every_path_option(tmp_p
     (tmp_path / "nodeweave.yaml").unlink()
     code, out, err = in_process(capsys, "init", "--script", "./-x.py", "--dry-run")
     assert code == 0 and "-x.py" in out, err
+
+
+def test_a_boolean_where_a_string_is_wanted_is_refused_as_a_number_is(tmp_path, monkeypatch, capsys):
+    """walk18a A23: `name: true` was the job "true", `image.registry: true` valid, while `name: 12` was refused;
+    every field of a name or path refuses a YAML boolean with the quoted form, as it refuses a number."""
+    make_team(tmp_path, monkeypatch)
+    for field, text in (("name", "name: true\nimage: {variant: cpu}\n"),
+                        ("image.registry", "name: team\nimage: {variant: cpu, registry: false}\n"),
+                        ("launcher.script", "name: team\nimage: {variant: cpu}\n"),
+                        ("workspace.host_path", "name: team\nimage: {variant: cpu}\nworkspace: {host_path: on}\n")):
+        script = "false" if field == "launcher.script" else "train.py"
+        (tmp_path / "b.yaml").write_text(f"{text}nodes: 2\nlauncher: {{script: {script}}}\n")
+        code, _, err = in_process(capsys, "validate", "--spec", "b.yaml")
+        assert code == 2 and f"{field}: got the boolean " in err and "in quotes if that text is meant" in err, err
