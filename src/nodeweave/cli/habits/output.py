@@ -464,12 +464,12 @@ def runs_dir_apart(spec, spec_path: Path, runs_dir: "Path | None") -> None:
     import posixpath
 
     from nodeweave.entrypoint.systemfolders import normal_path
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
     if runs_dir is None:
         return
     here = Path(os.path.realpath(runs_dir))
-    workspace = Path(os.path.realpath(spec_folder(spec_path) / os.path.expanduser(spec.workspace.host_path)))
+    workspace = Path(os.path.realpath(host_folder(spec.workspace.host_path, spec_folder(spec_path))))
     folder = spec.recovery.checkpoint_dir
     if folder:
         normal, root = normal_path(folder), normal_path(spec.workspace.path)
