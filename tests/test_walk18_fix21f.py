@@ -66,3 +66,15 @@ def test_a_tilde_host_path_is_this_users_home_to_every_reader(tmp_path, monkeypa
     code, out, err = in_process(capsys, "sync", "--dry-run")
     assert "does not exist" not in err and str(home / "lan") in out + err, (code, out, err)
     assert host_folder("~/lan", project) == home / "lan" and host_folder("w", project) == project / "w"
+
+
+def test_validate_judges_the_spec_for_the_target_its_verbs_use(tmp_path, monkeypatch, capsys):
+    """walk18a A24: validate told an OpenShift spec (and a slurm: one) what the local target leaves out, while every
+    verb of it plans kubernetes (slurm); the note stays for a spec whose target is local."""
+    make_team(tmp_path, monkeypatch)
+    base = (tmp_path / "nodeweave.yaml").read_text() + "network: {rdma: true}\n"
+    for extra, noted in (("", True), ("slurm: {partition: gpu}\n", False),
+                         ("kubernetes: {openshift: true}\n", False)):
+        (tmp_path / "nodeweave.yaml").write_text(base + extra)
+        code, out, err = in_process(capsys, "validate")
+        assert code == 0 and ("not applied on the local target" in out + err) == noted, (extra, out, err)
