@@ -78,3 +78,60 @@ def test_validate_judges_the_spec_for_the_target_its_verbs_use(tmp_path, monkeyp
         (tmp_path / "nodeweave.yaml").write_text(base + extra)
         code, out, err = in_process(capsys, "validate")
         assert code == 0 and ("not applied on the local target" in out + err) == noted, (extra, out, err)
+
+
+def _record(folder, run_id, summary="node-0 exit 0", code=0):
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({
+        "schema": "nodeweave.runfolder/1", "run_id": run_id, "job": "team", "command": ["train.py"], "env": {},
+        "target": "podman", "started": "2026-12-01T10:00:00Z", "ended": "2026-12-01T10:01:00Z", "seconds": 3.0,
+        "exit_code": code, "summary": summary,
+        "nodes": [{"node": "node-0", "exit_code": 143 if code else 0, "started_s": 0.1, "ended_s": 3.0,
+                   "log": "node-0.log"}]}))
+    (folder / "node-0.log").write_text("step 1\n")
+
+
+def test_run_records_are_found_refused_and_said_as_readme_says(tmp_path, monkeypatch, capsys):
+    """walk18a A16, A19, A2: a run folder that is a symbolic link in runs/ is listed with why and refused by runs
+    show (never read through); a sweep's point is found by a unique prefix of its id, as by its whole id; what
+    interrupted a run (a reader gone, SIGTERM, Ctrl-C) is kept in its record and said by runs ls."""
+    import json
+
+    from types import SimpleNamespace
+
+    from nodeweave import endings
+    from nodeweave.cluster.runner import Runner
+
+    make_team(tmp_path, monkeypatch)
+    runs = tmp_path / "runs"
+    _record(tmp_path / "elsewhere" / "20261201T090000Z-team", "20261201T090000Z-team")
+    runs.mkdir()
+    (runs / "linkrun").symlink_to(tmp_path / "elsewhere" / "20261201T090000Z-team")
+    sweep = runs / "20261201T100000Z-team-sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"job": "team", "points": []}))
+    _record(sweep / "20261201T100005Z-team-02-FOO-2", "20261201T100005Z-team-02-FOO-2")
+
+    code, out, err = in_process(capsys, "runs", "ls", "-o", "json")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert code == 0 and "symbolic link" in rows["linkrun"]["state"], (out, err)
+    code, out, err = in_process(capsys, "runs", "show", "linkrun")
+    assert code == 2 and "is a symbolic link" in one_line(err) and "step 1" not in out, (out, err)
+
+    code, out, err = in_process(capsys, "runs", "show", "20261201T100005Z", "-o", "json")
+    assert code == 0 and json.loads(out)["run"] == "20261201T100005Z-team-02-FOO-2", (out, err)
+
+    runner = Runner.__new__(Runner)
+    runner.interrupted, runner.runs = True, [SimpleNamespace(node=SimpleNamespace(name="node-0"), code=143)]
+    monkeypatch.setattr(endings, "CAUSES", [endings.READER_WENT])
+    summary = runner._outcome()
+    assert summary.startswith("interrupted by its output's reader going away"), summary
+    _record(runs / "20261201T110000Z-team", "20261201T110000Z-team", summary=summary, code=130)
+    code, out, err = in_process(capsys, "runs", "ls", "-o", "json")
+    assert [r["state"] for r in json.loads(out) if r["run"] == "20261201T110000Z-team"] == \
+        ["interrupted by its output's reader going away (stdout closed by `| head` or a closed terminal) "
+         "(nodes exit 143)"], out
+    monkeypatch.setattr(endings, "CAUSES", [])
+    assert runner._outcome().startswith("interrupted by Ctrl-C: node-0 exit 143"), runner._outcome()
