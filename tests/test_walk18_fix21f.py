@@ -135,3 +135,22 @@ def test_run_records_are_found_refused_and_said_as_readme_says(tmp_path, monkeyp
          "(nodes exit 143)"], out
     monkeypatch.setattr(endings, "CAUSES", [])
     assert runner._outcome().startswith("interrupted by Ctrl-C: node-0 exit 143"), runner._outcome()
+
+
+def test_a_rendered_file_edited_since_the_last_render_is_said_and_kept(tmp_path, monkeypatch, capsys):
+    """walk18a A27: `render all` replaced a compose/local.yaml edited since the last render (header kept) without a
+    word, though the record holds the bytes it wrote: now a warning names it and the edit is kept aside."""
+    make_team(tmp_path, monkeypatch)
+    code, _, err = in_process(capsys, "render", "compose")
+    assert code == 0, err
+    local = tmp_path / "compose" / "local.yaml"
+    local.write_text(local.read_text() + "# edited by me\n")
+    code, _, err = in_process(capsys, "render", "compose", "--dry-run")
+    assert code == 0 and "compose/local.yaml was edited since the last render" in err and "would be" in err, err
+    assert "edited by me" in local.read_text()
+    code, _, err = in_process(capsys, "render", "compose")
+    kept = tmp_path / ".nodeweave" / "_edited" / "compose" / "local.yaml"
+    assert code == 0 and "compose/local.yaml was edited since the last render" in err and str(kept) in err, err
+    assert "edited by me" not in local.read_text() and "edited by me" in kept.read_text()
+    code, _, err = in_process(capsys, "render", "compose")
+    assert code == 0 and "edited" not in err, err
