@@ -53,8 +53,6 @@ def test_a_boolean_where_a_string_is_wanted_is_refused_as_a_number_is(tmp_path, 
 def test_a_tilde_host_path_is_this_users_home_to_every_reader(tmp_path, monkeypatch, capsys):
     """walk18a A25: sync's default SRC took `workspace.host_path: ~/w18a-lan` as a folder named `~` beside the spec,
     while validate and up expanded it: one function (specpath.host_folder) for every reader."""
-    from nodeweave.specpath import host_folder
-
     project = tmp_path / "p"
     project.mkdir()
     make_team(project, monkeypatch)
@@ -65,6 +63,8 @@ def test_a_tilde_host_path_is_this_users_home_to_every_reader(tmp_path, monkeypa
     (project / "nodeweave.yaml").write_text(spec)
     code, out, err = in_process(capsys, "sync", "--dry-run")
     assert "does not exist" not in err and str(home / "lan") in out + err, (code, out, err)
+    from nodeweave.specpath import host_folder
+
     assert host_folder("~/lan", project) == home / "lan" and host_folder("w", project) == project / "w"
 
 
