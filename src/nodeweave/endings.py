@@ -27,6 +27,17 @@ READER_GONE = (errno.EPIPE, errno.EIO)  # stdout's reader went away: a closed pi
 HELD: List[str] = []
 # Set once stdout's reader went away: the rest of the output is dropped.
 GONE: List[bool] = []
+# What ended the program from outside, first first: a run's record keeps it (walk18a A2: a `| head` that went away
+# and a Ctrl-C were both recorded as a bare "interrupted", and the line saying why went to the closed pipe too).
+CAUSES: List[str] = []
+_SIGNALLED = {signal.SIGTERM: "SIGTERM (a kill, a CI step's timeout)", signal.SIGHUP: "SIGHUP (its terminal closed)"}
+READER_WENT = "its output's reader going away (stdout closed by `| head` or a closed terminal)"
+
+
+def ending_cause() -> str:
+    """What interrupted the program, in words for a run's record (no colon: the record's summary is "interrupted
+    by CAUSE: ..."): the first ending from outside, else a Ctrl-C (SIGINT, which no one else sends)."""
+    return CAUSES[0] if CAUSES else "Ctrl-C"
 
 
 @contextmanager
@@ -57,6 +68,7 @@ def as_ctrl_c(signum, frame) -> None:
         signal.signal(signum, signal.SIG_DFL)  # own ending, at once
         os.kill(os.getpid(), signum)
         return
+    CAUSES.append(_SIGNALLED.get(signum, f"signal {signum}"))
     ctrl_c()
 
 
@@ -94,6 +106,7 @@ def reader_gone() -> None:
     if GONE:
         return
     GONE.append(True)
+    CAUSES.append(READER_WENT)
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)  # what is still buffered, and any child writing to fd 1, goes nowhere from here

@@ -39,3 +39,11 @@ def spec_folder(path: "str | Path") -> Path:
     if is_stream(path):
         return Path.cwd()
     return Path(os.path.abspath(path)).parent.resolve()
+
+
+def host_folder(host_path: str, spec_dir: "str | Path") -> Path:
+    """A host path of the spec (``workspace.host_path``, ``cache.host_path``, a volume's) on this machine, as every
+    reader takes it: ``~`` and ``~/...`` this user's home, an absolute one as it is, a relative one from the spec's
+    folder (walk18a A25: sync's default SRC read ``~/lan-llm`` as a folder named ``~`` beside the spec, while
+    validate and up expanded it). Not resolved: each reader resolves links as it needs."""
+    return Path(spec_dir) / os.path.expanduser(host_path)

@@ -133,7 +133,7 @@ def _root_options():
     from nodeweave.cli.habits.base import spec_option
     from nodeweave.cli.habits.output import json_option, output_option
 
-    return {"--output": output_option(), "--spec": spec_option("The cluster spec (doctor reads one only when given)"), "--json": json_option()}
+    return {"--output": output_option(every=True), "--spec": spec_option("The cluster spec (doctor reads one only when given)"), "--json": json_option()}
 
 
 _ROOT = _root_options()

@@ -358,7 +358,7 @@ def status_command(
         tell(f"note: {line}")
     if changed and any(r["up"] for r in rows):  # what the nodes do not see, as run and exec say it: nothing failed
         tell(f"note: {changed}")
-    if answering:
+    if answering and fmt != "name":  # -o name is the names alone, quiet on stderr as kubectl's (walk18a A22)
         _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
                                                                   if r["up"]))
     problems = status_problems(rows, spec, made)

@@ -676,8 +676,10 @@ def validate(
         notes += [note for note in [script_note(spec, spec_path, command, spec.launcher.type, here=here)] if note]
         notes += missing_volume_notes(spec, spec_path) if here else []  # mounted, missing here (walk6 M7)
         notes += build_link_notes(spec, spec_path)
-    if not spec.hosts:  # up's default target is local: the fields it leaves out, as up says them (walk17a A25)
-        from nodeweave.targets.compose.local import dropped_note
+    from nodeweave.cluster.options import spec_target
+
+    if spec_target(spec) == "local":  # the fields the local target leaves out, as up says them (walk17a A25), only
+        from nodeweave.targets.compose.local import dropped_note  # where it is the spec's own target (walk18a A24)
 
         notes += [note for note in [dropped_note(spec)] if note]
     recovering = spec.recovery.enabled

@@ -410,6 +410,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
     if dry_run or check:
         _note_new_dockerignore(files_phase, out_dir, planned=True)
         _note_kept_dockerignore(files_phase, out_dir, planned=True)
+        _note_edited(files_phase, out_dir, planned=True)
     fmt = data_format(*output)
     if diff:
         _print_diff(files_phase, out_dir, prune)
@@ -456,6 +457,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         _report(plan, fmt)  # after the write: what it did, never a list of files it did not write
         _note_new_dockerignore(files_phase, out_dir, planned=False)
         _note_kept_dockerignore(files_phase, out_dir, planned=False)
+        _note_edited(files_phase, out_dir, planned=False)
     if prune and files_phase.kept:
         typer.echo(f"nodeweave: note: kept {_shown(files_phase.kept)}: no renderer makes them any more, but they "
                    "changed since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)",
@@ -504,6 +506,20 @@ def _note_kept_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:
                f"is; nodeweave's rules {went} {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
                "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
                "image.project.source name), or --force to replace yours with them", err=True)
+
+
+def _note_edited(files_phase, out_dir: Path, planned: bool) -> None:
+    """A rendered file edited since the last render wrote it (its bytes are not the ones the record keeps): replaced
+    as the header warns, never without a word, the edit kept under .nodeweave/_edited/ (walk18a A27: it was lost)."""
+    from nodeweave.rendering.plan import EDITED
+    from nodeweave.rendering.record import RECORD
+
+    for path in files_phase.edited:
+        verb = "would be replaced" if planned else "replaced"
+        typer.echo(f"nodeweave: warning: {path} was edited since the last render wrote it (its bytes are not the "
+                   f"ones {RECORD} records): {verb} by the spec's rendering; your version "
+                   f"{'would be' if planned else 'is'} kept as {out_dir / EDITED / path} (a change belongs in the "
+                   "spec)", err=True)
 
 
 def _note_new_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:

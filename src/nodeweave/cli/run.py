@@ -257,9 +257,9 @@ COLLECTIVE_READS = {"cpu": (), "nvidia": ("NCCL_",), "amd": ("NCCL_", "RCCL_")}
 
 def workspace_folder(spec, spec_path: Path) -> Path:
     """This machine's folder that the nodes see at workspace.path (workspace.host_path, from the spec's folder)."""
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
-    return (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    return host_folder(spec.workspace.host_path, spec_folder(spec_path)).resolve()
 
 
 def bare_program_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
@@ -268,9 +268,9 @@ def bare_program_note(spec, spec_path: Path, command: List[str], launcher: str) 
     the node (command-not-found); said here by the plan too (walk5 W72). "" otherwise."""
     if launcher != "command" or not command or "/" in command[0]:
         return ""
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
-    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    folder = host_folder(spec.workspace.host_path, spec_folder(spec_path)).resolve()
     if not (folder / command[0]).is_file():
         return ""
     return (f"launcher command execs {command[0]!r} through PATH, which does not hold the workspace: every node "
@@ -545,12 +545,12 @@ def host_path_note(spec, spec_path: Path, command: List[str], launcher: str) -> 
     (the image may hold it); "" for any other script (a path in the image)."""
     import posixpath
 
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
     script = script_word(command, launcher)
     if not posixpath.isabs(script) or script.startswith(spec.workspace.path.rstrip("/") + "/"):
         return ""
-    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    folder = host_folder(spec.workspace.host_path, spec_folder(spec_path)).resolve()
     try:
         inside = Path(script).resolve().relative_to(folder).as_posix()
     except ValueError:
@@ -625,9 +625,9 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
     if found is None:
         return ""
     script, inside = found
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
-    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    folder = host_folder(spec.workspace.host_path, spec_folder(spec_path)).resolve()
     typed_here = _typed_in_a_subfolder(folder, script) if typed else ""
     if typed_here:
         return typed_here
@@ -729,9 +729,9 @@ def missing_host_folder(field: str, written: str, folder: Path, then: str) -> st
 
 def missing_workspace_note(spec, spec_path: Path, lacking: str = "nothing") -> str:
     """The note for a workspace folder this machine would mount that does not exist, else ""."""
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
-    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    folder = host_folder(spec.workspace.host_path, spec_folder(spec_path)).resolve()
     if folder.exists():
         return ""
     return missing_host_folder("workspace.host_path", spec.workspace.host_path, folder,
@@ -741,13 +741,13 @@ def missing_workspace_note(spec, spec_path: Path, lacking: str = "nothing") -> s
 def missing_volume_notes(spec, spec_path: Path) -> List[str]:
     """One note per ``volumes[].host_path`` of this machine that does not exist (relative ones are the spec
     folder's): each is mounted as the workspace is, and meets the same refusal."""
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
     found = []
     for index, volume in enumerate(spec.volumes):
         if volume.host_path is None:
             continue
-        folder = (spec_folder(spec_path) / Path(volume.host_path).expanduser()).resolve()
+        folder = host_folder(volume.host_path, spec_folder(spec_path)).resolve()
         if not folder.exists():
             found.append(missing_host_folder(f"volumes[{index}].host_path", volume.host_path, folder,
                                              f"the nodes would find nothing at {volume.path}"))

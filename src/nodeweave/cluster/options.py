@@ -196,13 +196,22 @@ def spec_default(options: ClusterOptions, spec, spec_path: Optional[Path] = None
     verb, ``sync`` included."""
     if options.target is not None or options.hosts or options.hosts_file:
         return options
-    if spec.hosts:
+    target = spec_target(spec)
+    if target == "hosts":
         return replace(options, target="hosts", hosts=spec_hosts(spec, spec_path))
+    return options if target == "local" else replace(options, target=target)
+
+
+def spec_target(spec) -> str:
+    """The target a spec's verbs use with no -t said or remembered (:func:`spec_default`'s rule), also what
+    ``validate`` judges the spec for (walk18a A24: an OpenShift spec was told what the local target leaves out)."""
+    if spec.hosts:
+        return "hosts"
     if spec.kubernetes.openshift or spec.kubernetes.build:
-        return replace(options, target="kubernetes")
+        return "kubernetes"
     if spec.slurm is not None:  # None: the spec has no slurm: section
-        return replace(options, target="slurm")
-    return options
+        return "slurm"
+    return "local"
 
 
 def spec_sections(spec) -> "list[tuple[str, str, str]]":

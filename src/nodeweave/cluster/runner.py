@@ -345,7 +345,9 @@ class Runner:
 
     def _outcome(self) -> str:
         if self.interrupted:
-            return "interrupted: " + noted(self.runs)
+            from nodeweave.endings import ending_cause  # Ctrl-C, SIGTERM, SIGHUP or a reader gone (walk18a A2)
+
+            return f"interrupted by {ending_cause()}: " + noted(self.runs)
         if self.first_failure is not None:
             f = failed_first(self.runs)
             others = noted(r for r in self.runs if r is not f)

@@ -213,7 +213,10 @@ def checkpoint_on_host(spec, workspace: Path) -> Optional[Path]:
 
 
 def _host(host_path: str, spec_dir: Path) -> Path:
-    return Path(host_path).expanduser() if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve()
+    from nodeweave.specpath import host_folder
+
+    found = host_folder(host_path, spec_dir)  # an absolute or ~ one as written, links kept
+    return found if host_path.startswith(("/", "~")) else found.resolve()
 
 
 def workspace_on_host(spec, spec_dir: Path) -> Path:

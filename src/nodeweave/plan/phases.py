@@ -204,6 +204,7 @@ class RenderedFile:
     sha256: str
     target: str = ""
     content: Optional[bytes] = field(default=None, repr=False, compare=False)  # what is written (obsolete: None)
+    edited: bool = False  # changed: edited since the last render wrote it, kept aside when replaced (walk18a A27)
 
     def to_dict(self) -> dict:
         return {"path": self.path, "bytes": self.size, "status": self.status, "sha256": self.sha256}
@@ -239,6 +240,11 @@ class RenderFilesPhase(Phase):
     def refused(self) -> List[str]:
         """Differing files without the mark: they look like the user's own."""
         return [f.path for f in self.files if f.status == "refused"]
+
+    @property
+    def edited(self) -> List[str]:
+        """Files a render wrote whose bytes changed since (an edit): replaced, the edit kept in .nodeweave/_edited/."""
+        return [f.path for f in self.files if f.edited]
 
     @property
     def kept(self) -> List[str]:

@@ -51,7 +51,7 @@ class RunEntry:
         if code != 0 and isinstance(summary, str) and summary.startswith("interrupted"):
             # ended by Ctrl-C (or SIGTERM, SIGHUP, a closed pipe) of `nodeweave run`: said as its record says it,
             # never as the script's own exit 130 (walk17a A17)
-            return "interrupted" + _exits_said(self.data)
+            return summary.split(": ", 1)[0] + _exits_said(self.data)  # "interrupted by CAUSE" (walk18a A2)
         return "ok" if code == 0 else f"exit {code}"
 
     @property
@@ -294,7 +294,20 @@ def _type_problem(data) -> Optional[str]:
 
 
 def load_entry(path: Path) -> Optional[RunEntry]:
-    """The run or sweep in ``path``, or None when it is neither."""
+    """The run or sweep in ``path``, or None when it is neither; a folder that is a symbolic link is listed with why
+    and never read through (README's rule for nodeweave's own files; walk18a A16: `runs ls` listed a link to a copy
+    of a run as any run, under the link's name)."""
+    if path.is_symlink():
+        import os
+
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return RunEntry(path, "run", {}, problem=f"the folder is a symbolic link (to {target}), and nodeweave never "
+                                                 f"reads a run's records through a link; {MOVE_OUT} "
+                                                 f"{path.parent.name}/, or give the folder it leads to by its own "
+                                                 "path")
     try:
         sweep = _load(path, "sweep.json")
     except Unreadable as err:
@@ -337,7 +350,8 @@ def find_run(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
         remedy = "" if MOVE_OUT in entry.problem or NODE_RECORD in entry.problem else \
             f"; {starting}restore it or move {entry.path} out of the runs folder"
-        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}{remedy}")
+        where = f"{entry.path}: " if entry.path.is_symlink() else f"{entry.path}/"  # the folder itself, or a record
+        raise UsageError(f"run {entry.run_id} ({wanted}): {where}{entry.problem}{remedy}")
     return entry
 
 
@@ -481,7 +495,10 @@ def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
         for point in entry.points:
             if point.run_id == wanted:
                 return point
+    # a sweep's point by a prefix of its own id too, as by its whole id (walk18a A19), unless its sweep matches
     matches = [e for e in everything if e.run_id.startswith(wanted)]
+    matches += [p for e in everything if not e.run_id.startswith(wanted) for p in e.points
+                if p.run_id.startswith(wanted)]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:

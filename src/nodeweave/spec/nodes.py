@@ -242,15 +242,16 @@ class Reader:
 
     def refuse_number(self, node: Node, path: str, accepted: str,
                       check: "Optional[Callable[[str], bool]]" = None) -> None:
-        """Refuse a plain YAML number in a field of a name or a path (``registry: 5``, ``host_path: 7``): the
+        """Refuse a plain YAML number or boolean in a field of a name or a path (``registry: 5``, ``name: true``): the
         mirror of :meth:`refuse_quoted`, one rule for every such field (walk15 A2: they were taken as text, and
         ``script: 3`` was later called a program). ``check``: the field's rule, so quotes are offered only where
         the quoted text would be taken."""
-        if not isinstance(node, ScalarNode) or node.style is not None or node.tag not in (_INT, _FLOAT):
+        if not isinstance(node, ScalarNode) or node.style is not None or node.tag not in (_INT, _FLOAT, _BOOL):
             return
         quoted = check is None or check(node.value)
         hint = f'; write "{node.value}" in quotes if that text is meant' if quoted else ""
-        raise self.fail(node, path, f"got the number {node.value}{hint}", accepted)
+        kind = "boolean" if node.tag == _BOOL else "number"  # walk18a A23: `name: true` was the job "true"
+        raise self.fail(node, path, f"got the {kind} {node.value}{hint}", accepted)
 
     def refuse_unplain_int(self, node: Node, path: str, accepted: str) -> None:
         """Refuse an integer not written in plain decimal digits, naming the number YAML reads and the one to write."""

@@ -21,7 +21,7 @@ from nodeweave.cluster.base import NothingToSend  # noqa: F401  (sync's outcome;
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
-from nodeweave.specpath import is_stream, spec_folder
+from nodeweave.specpath import host_folder, is_stream, spec_folder
 from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_credentials_asked, refuse_nothing_to_send
 from nodeweave.sync.verify import GitInfo, git_info
 
@@ -118,7 +118,7 @@ def load_spec_if_present(path: Path):
 def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
     """SRC: an existing directory, made absolute (default: the spec's workspace.host_path, else .)."""
     if src is None:
-        src = (spec_folder(spec_path) / spec.workspace.host_path) if spec else Path(".")
+        src = host_folder(spec.workspace.host_path, spec_folder(spec_path)) if spec else Path(".")
     if not src.is_dir():
         from nodeweave.entrypoint.bounded import not_a_folder
 

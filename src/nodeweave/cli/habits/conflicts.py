@@ -76,8 +76,13 @@ IDLE_WITH_VALUE: Dict[Tuple[str, str], Dict[str, str]] = {
 # verb: {(flag, option): {values: why}}: as IDLE_WITH_VALUE, on that verb only (walk10 B12: `top -o json --interval 5`
 # printed once and said nothing of --interval, while `--once --interval` was refused).
 _READ_ONCE = "it prints node 0's /status.json one time; --interval is the time between readings"
+_NAMES_ALONE = "-o name prints each node that answers by name alone"
 IDLE_WITH_VALUE_ON: Dict[str, Dict[Tuple[str, str], Dict[str, str]]] = {
     "top": {("--interval", "--output"): {"json": _READ_ONCE, "yaml": _READ_ONCE}},
+    # walk18a A22: `status -o name --fingerprints` printed the names and asked for nothing more, without a word
+    "status": {(flag, "--output"): {"name": f"{_NAMES_ALONE}; {flag} adds {what} to the table and the data"}
+               for flag, what in (("--fingerprints", "every node's fingerprint"), ("--ranks", "every rank"),
+                                  ("--stacks", "every rank's stack"))},
 }
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {

@@ -24,12 +24,15 @@ NAME_LISTS = {"ls": ("runs ls", "each run's id", "for r in $(nodeweave runs ls -
               "status": ("status", "each node that answers, by name", "for n in $(nodeweave status -o name)")}
 
 
-def output_option(names: "str | None" = None):
-    """``-o/--output``; ``names``: the verb's key in :data:`NAME_LISTS`, whose ``-o name`` it takes."""
+def output_option(names: "str | None" = None, every: bool = False):
+    """``-o/--output``; ``names``: the verb's key in :data:`NAME_LISTS`, whose ``-o name`` it takes; ``every``: the
+    option taken before any verb, whose help names the verbs that take ``-o name`` (walk18a A20)."""
     listed = NAME_LISTS.get(names or "")
-    also = (f", or name: {listed[1]} alone, one a line ({listed[2]}, as kubectl -o name)" if listed else "")
+    them = ", ".join(f"`{verb}`" for verb, _, _ in NAME_LISTS.values())
+    also = (f", or name: {listed[1]} alone, one a line ({listed[2]}, as kubectl -o name)" if listed else
+            f", or name (the names alone, one a line) on {them}" if every else "")
     return typer.Option("table", "--output", "-o",
-                        autocompletion=complete_from(*OUTPUTS, *((NAMES_ONLY,) if listed else ())),
+                        autocompletion=complete_from(*OUTPUTS, *((NAMES_ONLY,) if listed or every else ())),
                         help=f"table (default), wide (every column), json or yaml (the data on stdout, as kubectl "
                              f"-o){also}")
 
@@ -47,9 +50,10 @@ def checked(output: str, command: "str | None" = None) -> str:
     command = _running_command() if command is None else command
     if output == NAMES_ONLY and command in NAME_LISTS:
         return output
-    if output not in OUTPUTS:
+    if output not in OUTPUTS:  # the verb's own list: name too where it takes it (walk18a A20)
         them = ", ".join(verb for verb, _, _ in NAME_LISTS.values())
-        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}"
+        takes = (*OUTPUTS, NAMES_ONLY) if command in NAME_LISTS else OUTPUTS
+        raise UsageError(f"--output {output!r} is not accepted: {', '.join(takes)}"
                          + (f" (-o name, the names alone one a line, is taken by {them})"
                             if output == NAMES_ONLY else ""))
     return output
@@ -460,12 +464,12 @@ def runs_dir_apart(spec, spec_path: Path, runs_dir: "Path | None") -> None:
     import posixpath
 
     from nodeweave.entrypoint.systemfolders import normal_path
-    from nodeweave.specpath import spec_folder
+    from nodeweave.specpath import host_folder, spec_folder
 
     if runs_dir is None:
         return
     here = Path(os.path.realpath(runs_dir))
-    workspace = Path(os.path.realpath(spec_folder(spec_path) / os.path.expanduser(spec.workspace.host_path)))
+    workspace = Path(os.path.realpath(host_folder(spec.workspace.host_path, spec_folder(spec_path))))
     folder = spec.recovery.checkpoint_dir
     if folder:
         normal, root = normal_path(folder), normal_path(spec.workspace.path)

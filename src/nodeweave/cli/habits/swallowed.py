@@ -74,6 +74,23 @@ def can_start_with_a_dash(param) -> bool:
     return any(isinstance(kind, type) and issubclass(kind, PurePath) for kind in kinds)
 
 
+# Options typed as text whose value names a file or folder (`init --script`, `logs --run` a run folder's path): a name
+# starting with - is given as ./-x.py there, which every path option takes too (walk18a A18: `init --script -x.py`
+# was offered no working form, while `--script=-x.py` was then told to write ./-x.py).
+PATHS_AS_TEXT = ("--script", "--run")
+
+
+def dotted_form(param, word: str, value: str) -> str:
+    """The form that gives a file or folder named ``value`` (``-x.py``) to the option ``word`` on every option that
+    names one: `` ./-x.py``, which no reader takes for an option; "" on any other option."""
+    if set(param.opts) & set(VALUES_ARE_OPTIONS):
+        return ""
+    if not (set(param.opts) & set(PATHS_AS_TEXT) or can_start_with_a_dash(param)):
+        return ""
+    return (f", or {word} ./{value} for a file or folder of that name" if not can_start_with_a_dash(param)
+            else f" (a file or folder of that name: {word} ./{value} too)")
+
+
 def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
     """Exit 2 naming the first option whose value, read from the next word, is a flag or the bare ``--`` (only the
     words before the ``--`` that stands where an option could are nodeweave's; ``--OPTION=VALUE`` is the way to give a value that starts with ``--``)."""
@@ -107,7 +124,7 @@ def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
             # the joined form only where such a value can be meant: a file or folder, another program's options
             # (replay10 A21: `--host=-oProxyCommand=x` was advised, which --host then refused as no host name)
             joined = (f", or {longest}={value} where the value itself starts with -"
-                      if can_start_with_a_dash(param) else "")
+                      if can_start_with_a_dash(param) else "") + dotted_form(param, word, value)
             raise UsageError(
                 f"{word} {value!r}: {value!r} {what}, not a value for {word} (an unset variable before it?); "
                 f"nothing was run; accepted: a value after {word}, quoted when it is a variable "

@@ -478,12 +478,12 @@ class LocalCluster(Backend):
     def host_mounts(self):
         """The compose file's bind mounts (compose.common.volumes): the workspace, the cache, each volume with a
         host_path; a relative host path is relative to the spec's folder."""
-        from nodeweave.specpath import spec_folder
+        from nodeweave.specpath import host_folder, spec_folder
 
         spec, here = self.spec, spec_folder(self.spec_path)
         pairs = [(spec.workspace.host_path, spec.workspace.path), (spec.cache.host_path, spec.cache.path)]
         pairs += [(volume.host_path, volume.path) for volume in spec.volumes if volume.host_path is not None]
-        return [((here / os.path.expanduser(host)).resolve(), inside) for host, inside in pairs]
+        return [(host_folder(host, here).resolve(), inside) for host, inside in pairs]
 
     def sync_targets(self):
         from nodeweave.cluster.onbackend import require_up

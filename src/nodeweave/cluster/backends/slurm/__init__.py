@@ -93,10 +93,12 @@ class SlurmCluster(Backend):
 
     def _shared_workspace(self) -> str:
         """The workspace as the nodes see it: storage they share with this machine (as sbatch's submit dir)."""
+        from nodeweave.specpath import host_folder
+
         host_path = self.spec.workspace.host_path
         if host_path.startswith("/"):
             return host_path
-        return str((self.spec_dir / Path(host_path).expanduser()).resolve())
+        return str(host_folder(host_path, self.spec_dir).resolve())
 
     # --- the allocation ------------------------------------------------------------------------------
     def _allocation_argv(self) -> List[str]:
