@@ -209,6 +209,13 @@ def hub_roster(hub, book=None, now=None):
                   dict(expected or {}), now)
 
 
+def by_rank(view):
+    """Sort key of a rank's row by its global rank (then its node): every rank list (--status, /status.json, top, the
+    dashboard) is in rank order, not the order the nodes checked in (walk18b B4: top drew ranks 0, 1, 3, 2)."""
+    rank, node = view.get("rank"), view.get("node")
+    return ((0, rank) if isinstance(rank, int) else (1, 0), (0, node) if isinstance(node, int) else (1, 0))
+
+
 def by_node(peer):
     """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
     nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, hub_roster, left_out_now, stop_sent, waiting
+from ..news import by_node, by_rank, hub_roster, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -336,7 +336,7 @@ def status(live, now=None):
               "state": _in_words(v.get("state")), "collectives_per_s": rate.get((v.get("node"), v.get("rank"))),
               "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
               "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
-              else ratios.get((v.get("node"), v.get("rank")))} for v in views]
+              else ratios.get((v.get("node"), v.get("rank")))} for v in sorted(views, key=by_rank)]
     source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
     every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
         if live.sampler is not None else []

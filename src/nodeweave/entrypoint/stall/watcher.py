@@ -23,6 +23,7 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from ..news import by_rank
 from ..running.runstate import AFTER_STOP  # noqa: F401 - the launcher's output once stopped, per node
 from . import flight, judge, report
 from .stacks import describe_rank, group
@@ -177,7 +178,8 @@ class StallWatch:
         self.last_views = hub_watch.views(own)
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
                                         "cpu_rate", "fr_enqueued", "fr_completed", "device_wait_s", "device_timed",
-                                        "fr_wait_s", "fr_timed", "fr_span_s", "polled_s")} for v in self.last_views]
+                                        "fr_wait_s", "fr_timed", "fr_span_s", "polled_s")}
+                 for v in sorted(self.last_views, key=by_rank)]
         answer = {"ranks": ranks, **self.verdicts}
         if stacks:
             described = self._gather(hub_watch, own)

@@ -1,0 +1,81 @@
+"""walk18b's rows B2, B3, B4, B7, B8, B13, B16: the job's views (/metrics, /status.json, --status, top, the
+dashboard, goodput.json, the log) agreeing with each other and with what happened. One test per class; each
+fails on the code before the change."""
+
+import os
+import re
+import sys
+import time
+
+import pytest
+
+import cli_run
+from free_ports import free_port, free_port_pair
+from test_metrics_collect import Watch, live_of
+from test_walk13_fix13a import _end
+
+# rank 1 fails a few seconds in; rank 0 waits for a file the test writes
+FAILS_LATE = ("import os, sys, time\nprint('step 1 loss 0.5', flush=True)\n"
+              "if os.environ.get('RANK') == '1':\n    time.sleep(8)\n    sys.exit(1)\n"
+              "while not os.path.exists('go'):\n    time.sleep(0.2)\n")
+
+
+def test_a_later_check_in_says_its_own_seconds_not_the_jobs_life(tmp_path):
+    """B13 (class 4): recovery on, 2 nodes, no spare; node 1's rank fails 8 s in, the regather's check-in stops the
+    job. Its verdict line said `(world size 2, 10.3s)`, the job's life up to then; it says that check-in's own
+    seconds (node 1 is back at once)."""
+    (tmp_path / "wait.py").write_text(FAILS_LATE)
+    port, metrics = free_port_pair(), free_port()
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": cli_run.home_beside(tmp_path),
+           "NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_JOB_ID": "b13",
+           "NODEWEAVE_WAIT_TIMEOUT": "120", "NODEWEAVE_MASTER_PORT": str(port),
+           "NODEWEAVE_METRICS_PORT": str(metrics), "NODEWEAVE_STALL_WARN": "0", "OMP_NUM_THREADS": "1",
+           "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_CHECKPOINT_DIR": str(tmp_path / "ck")}
+    procs = []
+    for rank in range(2):
+        (tmp_path / f"t{rank}").mkdir()
+        procs.append(cli_run.popen([*cli_run.ENTRYPOINT, "--nproc-per-node", "1", "--", "wait.py"], cwd=tmp_path,
+                                   stdout=-1, stderr=-2, env=dict(env, NODE_RANK=str(rank),
+                                                                   TMPDIR=str(tmp_path / f"t{rank}"))))
+    try:
+        time.sleep(1)
+        out = _end_after_stop(procs)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    said = [float(s) for text in out for s in re.findall(r"check-in: \d node\(s\) agree \(world size 2, ([\d.]+)s",
+                                                         text)]
+    assert len(said) >= 3, out  # the first check-in on both nodes, the regather's on node 0 at least
+    assert max(said) < 6, out  # none is the 8 s the job ran before its fault
+
+
+def _end_after_stop(procs, timeout=150):
+    out = []
+    for proc in procs:
+        try:
+            out.append(proc.communicate(timeout=timeout)[0])
+        except Exception:  # noqa: BLE001 - a node still up is killed, its output kept
+            proc.kill()
+            out.append(proc.communicate(timeout=30)[0])
+    return out
+
+
+def test_every_rank_list_is_in_rank_order(tmp_path):
+    """B4 (class 5): ranks on nodes 0, 1, 4, 3 (spares took places) were listed in check-in order, `top` drawing
+    ranks 0, 1, 3, 2; /status.json (what top and the dashboard draw) and --status list them by rank."""
+    from nodeweave.entrypoint.metrics import collect
+    from nodeweave.entrypoint.stall.watcher import StallWatch
+
+    watch = Watch(1, 1)
+    base = watch.stall.last_views[0]
+    watch.stall.last_views = [dict(base, node=node, rank=rank) for node, rank in ((0, 0), (1, 1), (4, 3), (3, 2))]
+    assert [r["rank"] for r in collect.status(live_of(tmp_path, watch))["ranks"]] == [0, 1, 2, 3]
+
+    class Folder:
+        def sample(self, now):
+            return []
+
+    hub = type("HubWatch", (), {"views": lambda self, own: list(watch.stall.last_views)})()
+    stall = StallWatch(Folder(), 60, 0, lambda line: None)
+    assert [r["rank"] for r in stall.status(hub)["ranks"]] == [0, 1, 2, 3]
