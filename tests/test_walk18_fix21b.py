@@ -79,3 +79,40 @@ def test_every_rank_list_is_in_rank_order(tmp_path):
     hub = type("HubWatch", (), {"views": lambda self, own: list(watch.stall.last_views)})()
     stall = StallWatch(Folder(), 60, 0, lambda line: None)
     assert [r["rank"] for r in stall.status(hub)["ranks"]] == [0, 1, 2, 3]
+
+
+def test_node_0_left_out_reads_as_waiting_and_its_steps_come_from_rank_0s_node(tmp_path):
+    """B7, B8 (class 3): node 0 left out of generation 1, node 2 training as rank 0. Node 0's own row said `running`
+    in /status.json, /metrics and --status (`running: 3`); its steps a second said 0 and its step was unknown on a job
+    moving at 5 steps a second. Its row says `left out (waiting)` as any node sitting out; the step lines of node 2
+    ride on node 2's beats (``StepTap``) to node 0's timeline."""
+    from nodeweave.entrypoint.metrics import collect, exposition
+    from nodeweave.entrypoint.metrics.steps import StepTap
+    from nodeweave.entrypoint.news import hub_standing
+    from nodeweave.entrypoint.stall.exchange import HubStall
+
+    book = {"generation": 1, "members": [2, 1], "spares": [], "left_out": {"0": 1}}
+    watch = Watch(3, 1)
+    live = live_of(tmp_path, watch)
+    live.book = lambda: book
+    live.generation.update(generation=1, node_0_trains=False)
+    rows = {n["node"]: n for n in collect.status(live)["nodes"]}
+    assert (rows[0]["state"], rows[0]["role"]) == ("left out (waiting)", "hub, left out"), rows[0]
+    ups = [line for line in exposition.render(collect.families(live)).splitlines()
+           if line.startswith("nodeweave_node_up{") and 'node="0"' in line]
+    assert len(ups) == 1 and 'state="left out (waiting)"' in ups[0], ups
+    assert hub_standing(book, 0) == ("left out (waiting)", "hub, left out")  # --status' row and summary
+
+    clock = [100.0]
+    tap = StepTap(clock=lambda: clock[0])
+    node_2 = watch.hub.peers[1]
+    for step in range(1, 31):  # node 2 logs 5 steps a second; each beat carries its newest
+        tap.output(1, f"step {step} loss 0.5\n".encode())
+        clock[0] += 0.2
+        if step % 5 == 0:
+            HubStall.stall_message(None, node_2, {"t": "beat", **tap.extra()})
+            node_2.step = (node_2.step[0], node_2.step[1], time.time() - (30 - step) * 0.2)
+            live.tick()
+    assert live.shown_step()[1] == 30 and live.step_note() is None
+    assert live.step_rate() == pytest.approx(5, rel=0.25)
+    assert [s[1] for s in live.generation["steps"]] == [5, 10, 15, 20, 25, 30]

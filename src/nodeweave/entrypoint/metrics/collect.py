@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, by_rank, hub_roster, left_out_now, stop_sent, waiting
+from ..news import by_node, by_rank, hub_roster, hub_standing, left_out_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -108,7 +108,7 @@ def families(live, now=None):
         for row in rows:
             peer, gone, node, host = row["peer"], row["gone"], str(row["node"]), (row["fp"] or {}).get("hostname")
             if row["own"]:
-                state, role, up, age = "running", hub_role(live, row["node"]), 1, 0.0
+                (state, role), up, age = own_row(live, row["node"]), 1, 0.0
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
                 state, role, up, age = gone["state"].split(":")[0], gone["role"], 0, gone["silent_s"]
             else:
@@ -267,11 +267,12 @@ def hub_role(live, rank):
     """Node 0's role, as /metrics and /status.json say it: the hub, and, under recovery, what the book gives it in
     this generation when it does not train (walk10 B13: a node 0 whose own rank was left out showed `hub` beside
     its members, nothing saying it was out of training, where a left-out worker shows `left out`)."""
-    book = live.book() if live is not None and hasattr(live, "book") else None
-    members = book.get("members") if isinstance(book, dict) else None
-    if not isinstance(members, list) or rank in members:
-        return "hub"
-    return "hub, spare" if rank in (book.get("spares") or ()) else "hub, left out"
+    return own_row(live, rank)[1]
+
+
+def own_row(live, rank):
+    """(state, role) of node 0's own row (``news.hub_standing``), from the book ``live`` reads."""
+    return hub_standing(live.book() if live is not None and hasattr(live, "book") else None, rank)
 
 
 NOT_IN = "not checked in"  # a node node 0's gather still waits for, as /status.json's nodes say it
@@ -320,7 +321,8 @@ def status(live, now=None):
             peer, gone = row["peer"], row["gone"]
             node = {"node": row["node"], "host": (row["fp"] or {}).get("hostname")}
             if row["own"]:
-                node.update(state="running", role=hub_role(live, row["node"]), heartbeat_age_s=0.0)
+                state, role = own_row(live, row["node"])
+                node.update(state=state, role=role, heartbeat_age_s=0.0)
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
                 node.update(state=gone["state"].split(":")[0], role=gone["role"], heartbeat_age_s=gone["silent_s"])
             else:

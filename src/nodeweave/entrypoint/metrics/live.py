@@ -114,6 +114,7 @@ class Live:
                          "run_id": run_id, "step_pattern": bool(pattern), "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
+        self.carried = None  # the newest step another node's beats carried, once noted (``_carried_step``)
         self.unread = None  # {"line", "pattern"}: the last line that looked like a step and no format read
         self.unread_first = None  # the step number the first such line named
         self.unread_moved = False  # such lines named two numbers: steps go by unread (not one resume/total line)
@@ -232,14 +233,32 @@ class Live:
                 self._unread(line)
                 continue
             with self.lock:
-                self.step = (found[0], found[1], now)
-                steps = self.generation["steps"]
-                if self.generation["fault"] is None and self.generation["ended"] is None:
-                    self.generation["last"] = max(self.generation["last"] or 0.0, round(now, 3))
-                if not steps or steps[-1][1] != found[1]:
-                    steps.append([round(now, 3), found[1]])
-                    if len(steps) > MAX_STEPS:
-                        del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+                self._note_step(found[0], found[1], now)
+
+    def _note_step(self, logger, number, at):
+        """One step line of the generation's rank 0 (node 0's own ranks', or carried by the beats of the node that
+        holds rank 0 while node 0 sits the generation out), read at ``at`` (time.time()). Under the lock."""
+        self.step = (logger, number, at)
+        steps = self.generation["steps"]
+        if self.generation["fault"] is None and self.generation["ended"] is None:
+            self.generation["last"] = max(self.generation["last"] or 0.0, round(at, 3))
+        if not steps or steps[-1][1] != number:
+            steps.append([round(at, 3), number])
+            if len(steps) > MAX_STEPS:
+                del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+
+    def _carried_step(self, watch):
+        """While node 0 sits the generation out: the newest step line the beats of the node holding the generation's
+        rank 0 (the book's first member) carried, noted once (walk18b B8: the steps and their rate were unknown)."""
+        if self.node_0_left_out() is None:
+            return
+        members = (self.book() or {}).get("members") or []
+        head = members[0] if members else None
+        for peer in list(watch.hub.peers):
+            step = getattr(peer, "step", None)
+            if (peer.fp or {}).get("rank") == head and peer.done is None and step and step != self.carried:
+                self.carried = step
+                self._note_step(*step)
 
     def _unread(self, line):
         lowered = line.lower()
@@ -265,14 +284,20 @@ class Live:
 
     def node_0_left_out(self):
         """The current generation's number when node 0 sits it out (recovery left it out: hub only, its ranks print
-        no step line), else None: node 0 reads the steps from its own ranks' output, so it knows none of it."""
+        no step line), else None: its steps come from the beats of the node holding rank 0 then."""
         gen = self.generation
         return gen["generation"] if gen is not None and not gen.get("node_0_trains", True) else None
 
+    def steps_unknown(self):
+        """The generation node 0 sits out while no step of it came yet (from the rank 0 node's beats), else None."""
+        left_out = self.node_0_left_out()
+        return left_out if left_out is not None and not self.generation.get("steps") else None
+
     def shown_step(self):
-        """The newest step line's (logger, step, time), or None while node 0 sits the generation out (replay10 R5:
-        /status.json and /metrics kept generation 1's step 121 while generation 2 trained at 248)."""
-        return None if self.node_0_left_out() is not None else self.step
+        """The newest step line's (logger, step, time), or None while node 0 sits the generation out and no step of
+        it came yet (replay10 R5: /status.json and /metrics kept generation 1's step 121 while generation 2 trained
+        at 248)."""
+        return None if self.steps_unknown() is not None else self.step
 
     def step_note(self, ended=False):
         """One line when the run read no step line (top draws no step, goodput counts none): what looked like one,
@@ -280,12 +305,12 @@ class Live:
         ``ended``, while nothing looked like one yet (a job still importing) or the lines that did named one step
         number only (a resume line, a total: the step lines may come next). While node 0 sits the generation out,
         that it does (replay10 R5: top drew the last generation's step as the job's)."""
-        left_out = self.node_0_left_out()
+        left_out = self.steps_unknown()
         if left_out is not None and not ended:
             last = f"; the last read, step {self.step[1]}, was an earlier generation's" if self.step else ""
-            return (f"step unknown: node 0 is left out of generation {left_out} (its ranks print nothing, and node 0 "
-                    f"reads the steps from their lines){last}; steps a second 0: node 0 cannot tell moving from "
-                    "stalled (the stall watch still can)")
+            return (f"step unknown: node 0 is left out of generation {left_out} (its ranks print nothing) and the "
+                    f"node holding rank 0 has sent no step line yet{last}; steps a second 0 until it does (the "
+                    "stall watch tells moving from stalled meanwhile)")
         if self.step is not None or (not self.unread_moved and not ended):
             return None
         if self.unread is None:
@@ -357,6 +382,7 @@ class Live:
         views, verdicts = self.views()
         read = recorded(views)
         with self.lock:
+            self._carried_step(watch)
             for view in views:
                 history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
                 count = collectives(view, read)
@@ -457,8 +483,8 @@ class Live:
         between the last lines, and an alert on a rate near 0 never fired); the step before the window is its
         base, so steps slower than the window are not 0 between two lines only because none fell inside it."""
         gen = self.generation
-        if self.node_0_left_out() is not None:
-            return 0.0  # no step line can come: the gauge says so, and the documented alert fires (replay10 R5)
+        if self.steps_unknown() is not None:
+            return 0.0  # no step line came yet: the gauge says so, and the documented alert fires (replay10 R5)
         steps = (gen or {}).get("steps") or []
         if len(steps) < 2:
             return None

@@ -1,7 +1,7 @@
 """The stall watch's messages on the heartbeat's connections (mixed into ``heartbeat.LinkWatch``/``HubWatch``).
 
 - beat ``{"t": "beat", "ranks": [...]}``: a node's ranks' view, every beat (with ``"gpus"`` and
-  ``"gpu_source"`` when the node took a new GPU reading: ``metrics/``);
+  ``"gpu_source"`` when the node took a new GPU reading, ``"step"`` when it read a new step line: ``metrics/``);
 - ``{"t": "stacks", "id": n}`` from node 0, answered with ``{"t": "stacks", "id": n, "ranks": [...]}``
   (each rank's stack class and frames);
 - ``{"t": "report", "lines": [...]}``: a report every node prints (a stall, a straggler);
@@ -75,6 +75,10 @@ class HubStall(FaultSeam, HubSurface):
         kind = message.get("t")
         if kind == "beat" and isinstance(message.get("ranks"), list):
             peer.ranks = message["ranks"]
+        if kind == "beat" and isinstance(message.get("step"), list) and len(message["step"]) == 3:
+            logger, number, age = message["step"]
+            if isinstance(number, int) and isinstance(age, (int, float)):  # dated on node 0's clock
+                peer.step = (str(logger), number, time.time() - max(0.0, float(age)))
         if kind == "beat" and isinstance(message.get("gpus"), list):
             if self.node_gpus is None:
                 self.node_gpus = {}
