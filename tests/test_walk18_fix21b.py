@@ -116,3 +116,89 @@ def test_node_0_left_out_reads_as_waiting_and_its_steps_come_from_rank_0s_node(t
     assert live.shown_step()[1] == 30 and live.step_note() is None
     assert live.step_rate() == pytest.approx(5, rel=0.25)
     assert [s[1] for s in live.generation["steps"]] == [5, 10, 15, 20, 25, 30]
+
+
+def _recorder_dump(seq, name, done):
+    import json
+
+    entry = {"collective_seq_id": seq, "profiling_name": name, "time_created_ns": seq, "record_id": seq,
+             "state": "completed" if done else "scheduled", "input_sizes": [[4]], "input_dtypes": ["Float"]}
+    return json.dumps({"recorders": {"generic": {"entries": [entry]}}})
+
+
+def test_one_stall_has_one_start_and_names_the_collective_the_recorders_wait_in(tmp_path):
+    """B2 (class 1): rank 1 stopped; rank 0 waits in a C++-issued all_reduce (flight recorder seq 157), its last
+    Python call broadcast #74. At one instant nodeweave_stall_seconds said 7.59 and the stalled bucket 9.72 (the
+    gauge was the last evaluation's, a peer's view a beat old), and /status.json's stall said `broadcast`. A peer's
+    durations are aged to now, the stall keeps one start (``began``), and its collective is the recorders'."""
+    from nodeweave.entrypoint.metrics import collect, exposition
+    from nodeweave.entrypoint.metrics.goodput import account
+    from nodeweave.entrypoint.stall.exchange import HubStall
+    from nodeweave.entrypoint.stall.watcher import StallWatch
+
+    # a peer's view came 2 s ago: its durations are 2 s longer now
+    clock = [50.0]
+    peer = type("Peer", (), {"fp": {"rank": 1}, "done": None, "ranks": [{"rank": 1, "since_s": 10.0, "polled_s": 10.5}],
+                             "ranks_at": 48.0})()
+    hub = type("Hub", (), {"own_fp": {"rank": 0}, "peers": [peer]})()
+    fake = type("HubStall", (), {"hub": hub, "clock": lambda self: clock[0]})()
+    [own, theirs] = HubStall.views(fake, [{"rank": 0, "since_s": 1.0}])
+    assert (own["since_s"], theirs["since_s"], theirs["polled_s"]) == (1.0, 12.0, 12.5)
+
+    views = [{"node": 0, "rank": 0, "host": "h0", "seq": 74, "name": "broadcast", "inside": True, "since_s": 10.0,
+              "state": "S", "fr_enqueued": 157, "polled_s": 0.5, "inside_s": 1.0, "outside_s": 9.0},
+             {"node": 1, "rank": 1, "host": "h1", "seq": 74, "name": "broadcast", "inside": False, "since_s": 12.0,
+              "state": "T", "fr_enqueued": 156, "polled_s": 12.5, "inside_s": 1.0, "outside_s": 9.0}]
+
+    class Folder:
+        path, owner = str(tmp_path), 0
+
+        def sample(self, now):
+            return [dict(views[0])]
+
+        def ask(self, view):
+            return []
+
+        def collect(self, asked):
+            return {0: _recorder_dump(157, "gloo:all_reduce", False)}, {}
+
+        def stacks(self, view):
+            return {}
+
+    class HubWatch:
+        recovery = False
+
+        def views(self, own):
+            return own + [dict(views[1])]
+
+        def ask_stacks(self):
+            return 1
+
+        def answered_stacks(self, request, deadline):
+            return {}
+
+        def broadcast_report(self, lines):
+            pass
+
+    said = []
+    stall = StallWatch(Folder(), 5, 0, said.append)
+    watch = Watch(2, 1)
+    watch.stall = stall
+    stall.hub_tick(HubWatch())
+    stall.reporting.join(30)
+    stall.hub_tick(HubWatch())
+    verdict = stall.verdicts["stall"]
+    assert verdict["collective"] == "all_reduce" and verdict["where"].startswith("all_reduce issued from C++"), (verdict, said)
+    began = verdict["began"]
+    assert time.time() - 10.5 < began < time.time() - 9.5
+
+    live = live_of(tmp_path, watch)
+    live.generation["began"] = began - 30
+    live.tick(now=began + 2)  # the recorder sees the stall 2 s in
+    later = began + 7
+    gauge = [float(line.rsplit(" ", 1)[1]) for line in exposition.render(collect.families(live, now=later)).splitlines()
+             if line.startswith("nodeweave_stall_seconds{")]
+    stalled = account(live.snapshot(), later)["buckets"]["stalled"]
+    assert gauge == [pytest.approx(7, abs=0.05)] and stalled == pytest.approx(7, abs=0.05), (gauge, stalled)
+    assert collect.status(live, now=later)["verdicts"]["stall"]["for_s"] == pytest.approx(7, abs=0.05)
+    assert stall.status(HubWatch())["stall"]["for_s"] == pytest.approx(time.time() - began, abs=0.5)

@@ -99,7 +99,7 @@ def families(live, now=None):
            [(base, None if written is None else max(0.0, now - written))])
 
     # --- nodes: the heartbeat's table ---
-    views, verdicts = live.views()
+    views, verdicts = live.views(now)
     beats, ups = [], []
     if watch is not None:
         clock = watch.clock()
@@ -308,7 +308,7 @@ def status(live, now=None):
     node 0 gathering, the nodes checked in, the nodes not in yet."""
     now = time.time() if now is None else now
     timeline = live.snapshot()
-    views, verdicts = live.views()
+    views, verdicts = live.views(now)
     watch = live.watch
     phase = live.phase() if hasattr(live, "phase") else "running"
     checkin = live.waiting() if phase == "gathering" else None

@@ -366,12 +366,18 @@ class Live:
                 self.log(f"warning: goodput recorder: {err!r}")
             time.sleep(TICK_S)
 
-    def views(self):
-        """(every rank's latest view, the stall verdicts) from the current watch's stall watch."""
+    def views(self, now=None):
+        """(every rank's latest view, the stall verdicts) from the current watch's stall watch; a stall's ``for_s``
+        as of ``now`` from its one start (``began``), so /metrics, /status.json and goodput's stalled time agree
+        (walk18b B2: the gauge was the last evaluation's, up to a beat behind the bucket)."""
         stall = self.watch.stall if self.watch is not None else None
         if stall is None:
             return [], {"stall": None, "stragglers": []}
-        return list(stall.last_views or []), dict(stall.verdicts)
+        from ..stall.watcher import stall_as_of
+
+        verdicts = dict(stall.verdicts)
+        verdicts["stall"] = stall_as_of(verdicts.get("stall"), now)
+        return list(stall.last_views or []), verdicts
 
     def tick(self, now=None):
         now = time.time() if now is None else now
@@ -379,7 +385,7 @@ class Live:
         watch, gen = self.watch, self.generation
         if watch is None or gen is None:
             return
-        views, verdicts = self.views()
+        views, verdicts = self.views(now)
         read = recorded(views)
         with self.lock:
             self._carried_step(watch)
@@ -402,7 +408,7 @@ class Live:
             stall = verdicts.get("stall")
             open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
             if stall and not open_stall and open_gen:  # a faulted generation's stall closed at its fault
-                gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
+                gen["stalls"].append([round(stall.get("began") or now - float(stall.get("for_s") or 0), 3), None])
             elif not stall and open_stall:
                 gen["stalls"][-1][1] = round(now, 3)
             fault = watch.fault()  # the watch's declared reading (``stall/surface.HubReading``)

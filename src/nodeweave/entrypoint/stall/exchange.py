@@ -74,7 +74,7 @@ class HubStall(FaultSeam, HubSurface):
     def stall_message(self, peer, message):
         kind = message.get("t")
         if kind == "beat" and isinstance(message.get("ranks"), list):
-            peer.ranks = message["ranks"]
+            peer.ranks, peer.ranks_at = message["ranks"], self.clock()
         if kind == "beat" and isinstance(message.get("step"), list) and len(message["step"]) == 3:
             logger, number, age = message["step"]
             if isinstance(number, int) and isinstance(age, (int, float)):  # dated on node 0's clock
@@ -90,12 +90,22 @@ class HubStall(FaultSeam, HubSurface):
         """This node's view (``own``) and every other node's latest; the ranks of a node that finished count as
         exited. Each rank's ``node`` is the identity of the node that beat it (node 0's own, a peer's
         fingerprint), the numbering of the nodes table and the book: under recovery a spare's ranks are the
-        spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46)."""
+        spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46).
+        Every duration is as of now: a peer's view is a beat old when it comes, so its ``since_s`` and ``polled_s``
+        grow by the time since (node 0's clock: no clocks compared), and a stall's length, its start and the
+        ranks' last moves read alike from node 0's ranks and the others' (walk18b B2: 2.1 s apart)."""
         views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node"))) for rank in own]
+        now = self.clock()
         for peer in self.hub.peers:
             node = (peer.fp or {}).get("rank")
+            age = max(0.0, now - peer.ranks_at) if getattr(peer, "ranks_at", None) is not None else 0.0
             for rank in peer.ranks or []:
-                views.append(dict(rank, node=node, state="gone") if peer.done is not None else dict(rank, node=node))
+                view = dict(rank, node=node)
+                if age and isinstance(view.get("since_s"), (int, float)):
+                    view["since_s"] = round(view["since_s"] + age, 2)
+                    if isinstance(view.get("polled_s"), (int, float)):
+                        view["polled_s"] = round(view["polled_s"] + age, 2)
+                views.append(dict(view, state="gone") if peer.done is not None else view)
         return views
 
     def ask_stacks(self):
