@@ -202,3 +202,44 @@ def test_one_stall_has_one_start_and_names_the_collective_the_recorders_wait_in(
     assert gauge == [pytest.approx(7, abs=0.05)] and stalled == pytest.approx(7, abs=0.05), (gauge, stalled)
     assert collect.status(live, now=later)["verdicts"]["stall"]["for_s"] == pytest.approx(7, abs=0.05)
     assert stall.status(HubWatch())["stall"]["for_s"] == pytest.approx(time.time() - began, abs=0.5)
+
+
+def test_every_ranks_rate_and_heat_cell_come_from_one_window_and_one_number(tmp_path):
+    """B3, B16 (class 2): lockstep DDP ranks at 5 collectives a second. Node 0's own rank read fastest and a spare
+    4 s into its generation 17x slower (its counts a beat late, its window its own); the heat map outlined a rank
+    the Ranks table called 1.00x and painted the warming spare red. The rates compare every rank over one window
+    (each count read between its readings), the heat map's cells are the Ranks table's straggler ratios."""
+    from nodeweave.cluster.dashboard import heat_map
+
+    base = time.monotonic() - 12  # the readings below are of the last 12 s
+
+    def view(node, rank, t):
+        return {"node": node, "rank": rank, "host": f"h{node}", "seq": 1, "fr_enqueued": -1, "state": "S",
+                "since_s": 0.1, "inside_s": 0.0, "outside_s": 0.0, "collectives": 0, "at": base + t,
+                "seq_at": t}
+
+    watch = Watch(1, 1)
+    live = live_of(tmp_path, watch)
+    for tick in range(0, 13):  # node 0's recorder, once a second; node 2's beats every 2 s, from t=3
+        views = [view(0, 0, tick)]
+        if tick >= 4:
+            beat = tick - tick % 2
+            views.append(view(2, 1, beat - 0.5))
+        for v in views:  # setup until t=2, then 5 collectives a second
+            v["seq"] = max(1, int(5 * (v["seq_at"] - 2)))
+        watch.stall.last_views = views
+        live.tick(now=time.time())
+    rates = live.rates()
+    assert set(rates) == {(0, 0), (2, 1)}, rates
+    assert rates[(0, 0)] == pytest.approx(5, rel=0.1) and rates[(2, 1)] == pytest.approx(5, rel=0.1), rates
+
+    def reading(now, spare_ratio):  # rank 0 did 15% more own work this span; the stall watch found it 1.00x
+        ranks = [{"node": 0, "rank": 0, "collectives": 10 * now, "outside_s": 1.15 * now, "straggler_ratio": 1.0},
+                 {"node": 1, "rank": 1, "collectives": 10 * now, "outside_s": 1.0 * now, "straggler_ratio": 1.0},
+                 {"node": 2, "rank": 2, "collectives": 10 * now, "outside_s": 2.0 * now,
+                  "straggler_ratio": spare_ratio}]
+        return (float(now), {"now": float(now), "ranks": ranks})
+
+    drawn = heat_map([reading(1, None), reading(2, None), reading(3, 1.02)])
+    assert [[cell and cell["ratio"] for cell in column] for column in drawn["cells"]] == [[1.0, 1.0, None],
+                                                                                          [1.0, 1.0, 1.02]]

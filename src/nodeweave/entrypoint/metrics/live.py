@@ -35,8 +35,25 @@ SAVE_S = 5.0
 RECORD = "goodput.json"
 MAX_STEPS = 4000  # per generation: step lines kept for the accounting (the first, then thinned)
 RATE_WINDOW_S = 30.0
+RATE_LATE_S = 6.0  # a rank's newest reading older than this (3 beats): its node is quiet, not a beat behind
+RATE_MIN_S = 4.0   # the rates' common window must span this much (two beats) before any rate is said
 
 LIVE = None  # node 0's Live, from its first HubWatch on
+
+
+def _count_at(history, at):
+    """A rank's collectives at ``at`` from its readings [(time, count)]: between the two around it, on a straight
+    line; its last count after its last reading."""
+    import bisect
+
+    times = [t for t, _ in history]
+    i = bisect.bisect_right(times, at)
+    if i >= len(history):
+        return history[-1][1]
+    if i == 0:
+        return history[0][1]
+    (t0, c0), (t1, c1) = history[i - 1], history[i]
+    return c0 + (c1 - c0) * (at - t0) / (t1 - t0)
 
 
 def carried_timeline(kept, fresh, generation):
@@ -391,12 +408,14 @@ class Live:
             self._carried_step(watch)
             for view in views:
                 history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
-                count = collectives(view, read)
+                count, at = collectives(view, read), view.get("at", mono)  # when its counts were read (a beat ago)
                 if history and count < history[-1][1]:
                     history.clear()  # a new generation's ranks count from 0
-                history.append((mono, count))
-                while history and mono - history[0][0] > RATE_WINDOW_S:
-                    history.popleft()
+                if history and at <= history[-1][0]:
+                    continue  # the same reading again (a peer beats every 2 s, this runs every second)
+                history.append((at, count))
+                while len(history) > 2 and mono - history[1][0] > RATE_WINDOW_S + RATE_LATE_S:
+                    history.popleft()  # one reading before the window stays: its start is read between two
             open_gen = gen["ended"] is None and gen["fault"] is None
             moved = [now - float(v.get("since_s") or 0) for v in views if collectives(v, read) > 0]
             training_began = open_gen and gen["first"] is None and bool(moved or gen["steps"])
@@ -475,12 +494,27 @@ class Live:
                 return self.book_cache[1]
         return self.book_cache[1]
 
-    def rates(self):
-        """{(node, rank): collectives a second over the last :data:`RATE_WINDOW_S`} of the ranks with two readings
-        apart in time (one pass for every rank: a scrape reads 8,192 of them)."""
+    def rates(self, mono=None):
+        """{(node, rank): collectives a second} over one window for every rank: up to the newest reading every
+        rank beating has (a peer's counts come a beat late: node 0's own ranks were always the fastest line,
+        walk18b B3), back :data:`RATE_WINDOW_S` or to the newest first reading (a spare that joined the
+        generation is measured over the seconds the others are, not its warm-up against their whole window: it
+        read 17x slower); each rank's count at the window's ends read between its two readings around them. A
+        rank silent for :data:`RATE_LATE_S` (its node gone quiet) has not moved since its last reading. None
+        for every rank before the window spans :data:`RATE_MIN_S`. One pass for every rank: a scrape reads
+        8,192 of them."""
+        mono = time.monotonic() if mono is None else mono
         with self.lock:
-            return {key: (h[-1][1] - h[0][1]) / (h[-1][0] - h[0][0])
-                    for key, h in self.rates_seen.items() if len(h) >= 2 and h[-1][0] > h[0][0]}
+            kept = {key: list(h) for key, h in self.rates_seen.items() if h}
+        fresh = [h[-1][0] for h in kept.values() if mono - h[-1][0] <= RATE_LATE_S]
+        if not fresh:
+            return {}
+        end = min(fresh)
+        start = max([end - RATE_WINDOW_S] + [h[0][0] for h in kept.values() if mono - h[-1][0] <= RATE_LATE_S])
+        if end - start < RATE_MIN_S:
+            return {}
+        return {key: max(0.0, (_count_at(h, end) - _count_at(h, start)) / (end - start)) for key, h in kept.items()
+                if h[0][0] <= start}
 
     def step_rate(self, now=None):
         """Steps a second over the last :data:`RATE_WINDOW_S` up to now, from the current generation's step lines,

@@ -93,14 +93,16 @@ class HubStall(FaultSeam, HubSurface):
         spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46).
         Every duration is as of now: a peer's view is a beat old when it comes, so its ``since_s`` and ``polled_s``
         grow by the time since (node 0's clock: no clocks compared), and a stall's length, its start and the
-        ranks' last moves read alike from node 0's ranks and the others' (walk18b B2: 2.1 s apart)."""
-        views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node"))) for rank in own]
+        ranks' last moves read alike from node 0's ranks and the others' (walk18b B2: 2.1 s apart). ``at`` is when
+        the view's counts were read on node 0's clock (the rates compare every rank over one window by it)."""
         now = self.clock()
+        views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node")), at=now) for rank in own]
         for peer in self.hub.peers:
             node = (peer.fp or {}).get("rank")
-            age = max(0.0, now - peer.ranks_at) if getattr(peer, "ranks_at", None) is not None else 0.0
+            at = getattr(peer, "ranks_at", None)
+            age = max(0.0, now - at) if at is not None else 0.0
             for rank in peer.ranks or []:
-                view = dict(rank, node=node)
+                view = dict(rank, node=node, at=now if at is None else at)  # when its counts were read
                 if age and isinstance(view.get("since_s"), (int, float)):
                     view["since_s"] = round(view["since_s"] + age, 2)
                     if isinstance(view.get("polled_s"), (int, float)):
