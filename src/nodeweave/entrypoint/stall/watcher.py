@@ -101,7 +101,7 @@ class StallWatch:
             self.verdicts["stall"] = None
             self.began = None
             return
-        key = (finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
+        key = _stall_key(finding)
         began = time.time() - finding["for_s"]  # every view's durations are as of now (``HubStall.views``)
         if self.began is None or self.began[0] != key:
             self.began = (key, began)
@@ -111,7 +111,7 @@ class StallWatch:
                                           self.waits_in[1] if self.waits_in and self.waits_in[0] == key else None)
         if (self.reported is None or self.reported[:2] != key) and not self.report_in_flight():
             self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
-            self.reporting = threading.Thread(target=self._report, args=(hub_watch, own, finding, key), daemon=True,
+            self.reporting = threading.Thread(target=self._report, args=(hub_watch, own, finding), daemon=True,
                                               name="nodeweave-stall-report")
             self.reporting.start()
         if self.timeout_s and finding["for_s"] >= self.timeout_s and not self.report_in_flight():
@@ -124,17 +124,17 @@ class StallWatch:
     def report_in_flight(self):
         return self.reporting is not None and self.reporting.is_alive()
 
-    def _report(self, hub_watch, own, finding, key):
+    def _report(self, hub_watch, own, finding):
         """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile). Where only the
         flight recorders' counts differ (a collective C++ issued: DDP's reducer), the one the waiting ranks'
         recorders say they are in names the stall in the verdicts from here on, as the report's lines do (walk18b
         B2: /status.json said `broadcast`, the last Python call, while the ranks waited in all_reduce)."""
         try:
             described = self._gather(hub_watch, own)
-            waiting = {v["rank"] for v in finding["waiting"]}
+            waiting = {v["rank"] for v in finding.get("waiting") or []}
             named = [d["waits_in"] for d in described if d.get("waits_in") and d.get("rank") in waiting]
             if named and finding["where"].startswith(judge.FROM_CPP):
-                self.waits_in = (key, judge.most(named))
+                self.waits_in = (_stall_key(finding), judge.most(named))
             kept = flight.kept_at(self.run_dir, getattr(self.folder, "path", None))
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
                                        flight.lines(described, kept=kept), self.alone,
@@ -203,6 +203,11 @@ class StallWatch:
             answer["stacks"], answer["flight"] = group(described), flight.lines(
                 described, indent="  ", kept=flight.kept_at(self.run_dir, getattr(self.folder, "path", None)))
         return answer
+
+
+def _stall_key(finding):
+    """One stall, as long as it waits where it did on the same culprits (reported once, one start)."""
+    return finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"])
 
 
 def stall_as_of(stall, now=None):
