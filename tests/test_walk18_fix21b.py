@@ -188,7 +188,8 @@ def test_one_stall_has_one_start_and_names_the_collective_the_recorders_wait_in(
     stall.reporting.join(30)
     stall.hub_tick(HubWatch())
     verdict = stall.verdicts["stall"]
-    assert verdict["collective"] == "all_reduce" and verdict["where"].startswith("all_reduce issued from C++"), (verdict, said)
+    assert verdict["collective"] == "all_reduce", (verdict, said)
+    assert verdict["where"].startswith("all_reduce issued from C++ (flight recorder seq 157"), verdict
     began = verdict["began"]
     assert time.time() - 10.5 < began < time.time() - 9.5
 

@@ -189,7 +189,7 @@ class StallWatch:
 
     def status(self, hub_watch, stacks=False):
         """For `--status` (answered on a thread of its own, ``exchange.Hub._send_status``): where each rank is and
-        for how long (this node's now, the others' as of their last beat), the verdicts; with ``stacks`` every
+        for how long (as of now: the others' last beat aged by node 0's clock), the verdicts; with ``stacks`` every
         rank's stack grouped, gathered now, stopping nothing."""
         own = self.view()
         self.last_views = hub_watch.views(own)
