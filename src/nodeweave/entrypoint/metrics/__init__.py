@@ -31,26 +31,28 @@ def arm(settings, log):
     ARMED[:] = [settings, log, time.time()]
     if hub_watch not in HUB_WATCHES:
         HUB_WATCHES.append(hub_watch)
+    if link_watch not in LINK_WATCHES:  # the step lines node 0's goodput needs, metrics on or off
+        LINK_WATCHES.append(link_watch)
     if settings.get("metrics", True):
         if gathering not in GATHERS:
             GATHERS.append(gathering)
-        if link_watch not in LINK_WATCHES:
-            LINK_WATCHES.append(link_watch)
 
 
 TAP = []  # this worker's StepTap, once its first heartbeat began
 
 
 def link_watch(watch):
-    """Another node's heartbeat began (one per generation): its GPU readings and its newest step line ride on its
-    beats to node 0. Returns the callable whose dict each beat carries (``LinkWatch.beat_extra``), or None."""
+    """Another node's heartbeat began (one per generation): its newest step line (goodput's, node 0 keeps it with
+    metrics off too) and, with metrics on, its GPU readings ride on its beats to node 0. Returns the callable whose
+    dict each beat carries (``LinkWatch.beat_extra``), or None."""
+    readings = None
     try:
-        from . import gpus
+        if ARMED[0].get("metrics", True):
+            from . import gpus
 
-        readings = gpus.beat_extra()
+            readings = gpus.beat_extra()
     except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
         ARMED[1](f"warning: this node's GPU readings stay here: {err!r}")
-        readings = None
     try:
         tap = _tap()
     except Exception as err:  # noqa: BLE001 - nor its step lines
