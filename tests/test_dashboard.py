@@ -38,13 +38,17 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium not insta
 # --- the arithmetic -----------------------------------------------------------------------------------------
 
 def reading(now, ranks, generation=0):
+    """``ranks``: (node, rank, collectives, seconds outside them[, straggler ratio: 1 unless given])."""
     return (now, {"now": now, "book": {"generation": generation},
-                  "ranks": [{"node": n, "rank": r, "seq": seq, "outside_s": out} for n, r, seq, out in ranks]})
+                  "ranks": [{"node": n, "rank": r, "seq": seq, "outside_s": out,
+                             "straggler_ratio": (ratio or [1.0])[0]} for n, r, seq, out, *ratio in ranks]})
 
 
-def test_the_heat_map_marks_the_rank_that_does_more_own_work_per_collective():
+def test_the_heat_map_marks_the_rank_the_straggler_column_finds_slower():
+    """A cell is the rank's straggler ratio at the reading (the Ranks table's), in ms of the span's median own work
+    per collective (walk18b B16: the span's own work alone disagreed with the table)."""
     readings = [reading(0, [(0, 0, 0, 0.0), (1, 1, 0, 0.0)]),
-                reading(1, [(0, 0, 5, 1.0), (1, 1, 5, 1.5)]),
+                reading(1, [(0, 0, 5, 1.0), (1, 1, 5, 1.5, 1.5)]),
                 reading(2, [(0, 0, 10, 2.0), (1, 1, 10, 2.5)])]
     heat = heat_map(readings)
     assert heat["ranks"] == ["0/0", "1/1"] and len(heat["cells"]) == 2

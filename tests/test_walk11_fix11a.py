@@ -221,7 +221,7 @@ def _live_heat(times):
     readings = []
     for t in times:
         views = [_ddp_view(n, n, t) for n in range(2)]
-        ranks = [dict(v, collectives=collectives(v, recorded(views))) for v in views]
+        ranks = [dict(v, collectives=collectives(v, recorded(views)), straggler_ratio=1.0) for v in views]
         readings.append((1000.0 + t, {"now": 1000.0 + t, "ranks": ranks}))
     drawn = heat_map(readings)
     return [(max(cell["ms"] for cell in column if cell), len(column)) for column in drawn["cells"]]

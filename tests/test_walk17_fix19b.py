@@ -130,7 +130,8 @@ def test_a_node_lost_and_back_has_one_row_not_its_stale_lost_one_beside_it(tmp_p
         live = _until(metrics, lambda doc: (doc.get("book") or {}).get("generation") == 1
                       and doc.get("phase") == "running", limit=120, what="generation 1 running")
         rows = [n for n in live["nodes"] if n["node"] == 0]
-        assert [(n["state"], n["role"]) for n in rows] == [("running", "hub, left out")], live["nodes"]
+        # left out of training, it waits as any node sitting a generation out does (walk18b B7)
+        assert [(n["state"], n["role"]) for n in rows] == [("left out (waiting)", "hub, left out")], live["nodes"]
         assert list(_ups(metrics, 0).values()) == [1.0], _ups(metrics, 0)
         answer = _status(tmp_path, env)
         _one_row_each(live, answer, 3)

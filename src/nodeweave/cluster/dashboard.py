@@ -88,14 +88,19 @@ def _count(rank: dict) -> int:
 
 def heat_map(readings: List[Reading], columns: int = HEAT_COLUMNS) -> dict:
     """Rows: every rank seen; columns: the spans between consecutive readings of one generation; each cell the
-    rank's own work per collective in ms and that over the span's median rank (None where it made no collective)."""
+    rank's straggler ratio in the span's reading, the Ranks table's (node 0's stall watch: its own work per
+    collective over its last 20 s against the median rank's), and in ms that ratio of the span's median own work
+    per collective; None where the rank made no collective in the span or the stall watch has no ratio for it yet
+    (a spare that just took a place: its first seconds are no pace). One number for both: a span's own work alone
+    (a second or two, a peer's counts a beat late) outlined a healthy rank 0 the Ranks table called 1.00x, and
+    painted a warming spare red (walk18b B16)."""
     rows: List[str] = []
     spans = []
     for (_, before), (_, after) in zip(readings, readings[1:]):
         if _generation(before) != _generation(after):
             continue  # a new generation's ranks count from 0
         old = {_key(r): r for r in before.get("ranks") or []}
-        own = {}
+        own, ratios = {}, {}
         for rank in after.get("ranks") or []:
             key = _key(rank)
             if key not in rows:
@@ -107,15 +112,15 @@ def heat_map(readings: List[Reading], columns: int = HEAT_COLUMNS) -> dict:
             outside = (rank.get("outside_s") or 0.0) - (was.get("outside_s") or 0.0)
             if made > 0 and outside >= 0:
                 own[key] = outside / made
-        if own:
-            spans.append((after.get("now"), _generation(after), own))
+                if isinstance(rank.get("straggler_ratio"), (int, float)):
+                    ratios[key] = rank["straggler_ratio"]
+        if ratios:
+            spans.append((after.get("now"), _generation(after), (_lower_median(list(own.values())), ratios)))
     spans = spans[-columns:]
     cells = []
-    for _, _, own in spans:
-        median = _lower_median(list(own.values()))
-        cells.append([None if key not in own else
-                      {"ms": round(1000 * own[key], 2),
-                       "ratio": round(own[key] / median, 3) if median > 0 else None} for key in rows])
+    for _, _, (median, ratios) in spans:
+        cells.append([None if key not in ratios else
+                      {"ms": round(1000 * median * ratios[key], 2), "ratio": round(ratios[key], 3)} for key in rows])
     return {"ranks": rows, "times": [t for t, _, _ in spans], "generations": [g for _, g, _ in spans],
             "cells": cells, "straggler_ratio": STRAGGLER_RATIO}
 

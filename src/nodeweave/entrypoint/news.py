@@ -219,6 +219,25 @@ def spares_now(book, rows):
     return [node for node in book.get("spares") or () if node in here]
 
 
+def hub_standing(book, rank):
+    """(state, role) of node 0's own row in --status, /status.json, /metrics and top: ``running`` and ``hub``, or,
+    in a generation under recovery whose ``book`` leaves it out of training, the waiting state any other node
+    sits a generation out in (``waiting``) and ``hub, left out`` / ``hub, spare`` (walk18b B7: `running: 3` in
+    --status's summary while node 0 was left out)."""
+    members = book.get("members") if isinstance(book, dict) else None
+    if not isinstance(members, (list, tuple)) or rank in members:
+        return "running", "hub"
+    sits = "spare" if rank in (book.get("spares") or ()) else "left out"
+    return f"{sits} (waiting)", f"hub, {sits}"
+
+
+def by_rank(view):
+    """Sort key of a rank's row by its global rank (then its node): every rank list (--status, /status.json, top, the
+    dashboard) is in rank order, not the order the nodes checked in (walk18b B4: top drew ranks 0, 1, 3, 2)."""
+    rank, node = view.get("rank"), view.get("node")
+    return ((0, rank) if isinstance(rank, int) else (1, 0), (0, node) if isinstance(node, int) else (1, 0))
+
+
 def by_node(peer):
     """Sort key of a checked-in node by its node index (one not yet fingerprinted last): every list of the job's
     nodes (--status, /status.json, top) is in node order, not the order they arrived in (walk12 B1)."""

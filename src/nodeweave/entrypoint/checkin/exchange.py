@@ -48,12 +48,14 @@ class Peer:
     """A node checked in with node 0 (or on its way in)."""
 
     __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard",
-                 "ranks", "stacks", "role", "stopping")
+                 "ranks", "ranks_at", "stacks", "role", "stopping", "step")
 
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
         self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
+        self.ranks_at = None  # node 0's monotonic time its ranks' view came (their durations are as of then)
+        self.step = None  # (logger, step, time.time()) of the newest step line its beats carried (metrics/)
         self.last_heard, self.role = since, "member"  # recovery's spares and left-out nodes: their loss aborts nothing
         self.stopping = False  # it answered node 0's abort (heartbeat.STOPPING): it stops, and is not lost
 
@@ -284,7 +286,7 @@ class Hub:
         # node 0 answers, so it is counted with the others (walk7 B26): gathering while it waits for the nodes
         # (walk11b B21: it was "running" with nothing started); a spare or left-out node waits, never "running"
         # beside the training nodes (walk11b B3)
-        from ..news import hub_roster, waiting
+        from ..news import hub_roster, hub_standing, waiting
 
         book = (self.verdict or {}).get("recovery")
         nodes = []
@@ -292,8 +294,11 @@ class Hub:
         for row in rows:  # one row per node (news.roster)
             peer, gone = row["peer"], row["gone"]
             node = {"fp": row["fp"], "seen": row["seen"], "probe": row["probe"], "own": row["own"]}
-            if row["own"]:
-                node["state"] = "gathering" if self.verdict is None else "running"
+            if row["own"]:  # a node 0 recovery left out of training waits as any other node does (walk18b B7)
+                node["state"], role = ("gathering", None) if self.verdict is None else \
+                    hub_standing(book, row["node"])
+                if isinstance(book, dict):
+                    node["role"] = role
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
                 node.update(state=gone["state"], role=gone["role"], silent_s=gone["silent_s"])
             else:

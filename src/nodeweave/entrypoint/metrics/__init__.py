@@ -31,23 +31,50 @@ def arm(settings, log):
     ARMED[:] = [settings, log, time.time()]
     if hub_watch not in HUB_WATCHES:
         HUB_WATCHES.append(hub_watch)
+    if link_watch not in LINK_WATCHES:  # the step lines node 0's goodput needs, metrics on or off
+        LINK_WATCHES.append(link_watch)
     if settings.get("metrics", True):
         if gathering not in GATHERS:
             GATHERS.append(gathering)
-        if link_watch not in LINK_WATCHES:
-            LINK_WATCHES.append(link_watch)
+
+
+TAP = []  # this worker's StepTap, once its first heartbeat began
 
 
 def link_watch(watch):
-    """Another node's heartbeat began (one per generation): its GPU readings ride on its beats to node 0. Returns
-    the callable whose dict each beat carries (``LinkWatch.beat_extra``), or None."""
+    """Another node's heartbeat began (one per generation): its newest step line (goodput's, node 0 keeps it with
+    metrics off too) and, with metrics on, its GPU readings ride on its beats to node 0. Returns the callable whose
+    dict each beat carries (``LinkWatch.beat_extra``), or None."""
+    readings = None
     try:
-        from . import gpus
+        if ARMED[0].get("metrics", True):
+            from . import gpus
 
-        return gpus.beat_extra()
+            readings = gpus.beat_extra()
     except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
         ARMED[1](f"warning: this node's GPU readings stay here: {err!r}")
-        return None
+    try:
+        tap = _tap()
+    except Exception as err:  # noqa: BLE001 - nor its step lines
+        ARMED[1](f"warning: this node's step lines stay here: {err!r}")
+        return readings
+
+    def extra():
+        found = dict(readings()) if readings is not None else {}
+        found.update(tap.extra())
+        return found
+    return extra
+
+
+def _tap():
+    if not TAP:
+        from ..running import capture
+        from .steps import StepTap, compile_pattern
+
+        pattern = ARMED[0].get("step_pattern")
+        TAP.append(StepTap(compile_pattern(pattern) if pattern else None))
+        capture.OUTPUT_LISTENERS.append(TAP[0].output)
+    return TAP[0]
 
 
 def _live():

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from ..news import by_node, hub_roster, left_out_now, spares_now, stop_sent, waiting
+from ..news import by_node, by_rank, hub_roster, hub_standing, left_out_now, spares_now, stop_sent, waiting
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 from .rankcounts import collectives, recorded
@@ -99,7 +99,7 @@ def families(live, now=None):
            [(base, None if written is None else max(0.0, now - written))])
 
     # --- nodes: the heartbeat's table ---
-    views, verdicts = live.views()
+    views, verdicts = live.views(now)
     beats, ups = [], []
     if watch is not None:
         clock = watch.clock()
@@ -108,7 +108,7 @@ def families(live, now=None):
         for row in rows:
             peer, gone, node, host = row["peer"], row["gone"], str(row["node"]), (row["fp"] or {}).get("hostname")
             if row["own"]:
-                state, role, up, age = "running", hub_role(live, row["node"]), 1, 0.0
+                (state, role), up, age = own_row(live, row["node"]), 1, 0.0
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
                 state, role, up, age = gone["state"].split(":")[0], gone["role"], 0, gone["silent_s"]
             else:
@@ -264,11 +264,12 @@ def hub_role(live, rank):
     """Node 0's role, as /metrics and /status.json say it: the hub, and, under recovery, what the book gives it in
     this generation when it does not train (walk10 B13: a node 0 whose own rank was left out showed `hub` beside
     its members, nothing saying it was out of training, where a left-out worker shows `left out`)."""
-    book = live.book() if live is not None and hasattr(live, "book") else None
-    members = book.get("members") if isinstance(book, dict) else None
-    if not isinstance(members, list) or rank in members:
-        return "hub"
-    return "hub, spare" if rank in (book.get("spares") or ()) else "hub, left out"
+    return own_row(live, rank)[1]
+
+
+def own_row(live, rank):
+    """(state, role) of node 0's own row (``news.hub_standing``), from the book ``live`` reads."""
+    return hub_standing(live.book() if live is not None and hasattr(live, "book") else None, rank)
 
 
 NOT_IN = "not checked in"  # a node node 0's gather still waits for, as /status.json's nodes say it
@@ -304,7 +305,7 @@ def status(live, now=None):
     node 0 gathering, the nodes checked in, the nodes not in yet."""
     now = time.time() if now is None else now
     timeline = live.snapshot()
-    views, verdicts = live.views()
+    views, verdicts = live.views(now)
     watch = live.watch
     phase = live.phase() if hasattr(live, "phase") else "running"
     checkin = live.waiting() if phase == "gathering" else None
@@ -321,7 +322,8 @@ def status(live, now=None):
             peer, gone = row["peer"], row["gone"]
             node = {"node": row["node"], "host": (row["fp"] or {}).get("hostname")}
             if row["own"]:
-                node.update(state="running", role=hub_role(live, row["node"]), heartbeat_age_s=0.0)
+                state, role = own_row(live, row["node"])
+                node.update(state=state, role=role, heartbeat_age_s=0.0)
             elif gone is not None:  # left out and not back (walk16b B9), or expected and never in (walk17b B10)
                 node.update(state=gone["state"].split(":")[0], role=gone["role"], heartbeat_age_s=gone["silent_s"])
             else:
@@ -337,7 +339,7 @@ def status(live, now=None):
               "state": _in_words(v.get("state")), "collectives_per_s": rate.get((v.get("node"), v.get("rank"))),
               "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
               "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
-              else ratios.get((v.get("node"), v.get("rank")))} for v in views]
+              else ratios.get((v.get("node"), v.get("rank")))} for v in sorted(views, key=by_rank)]
     source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
     every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
         if live.sampler is not None else []

@@ -35,8 +35,25 @@ SAVE_S = 5.0
 RECORD = "goodput.json"
 MAX_STEPS = 4000  # per generation: step lines kept for the accounting (the first, then thinned)
 RATE_WINDOW_S = 30.0
+RATE_LATE_S = 6.0  # a rank's newest reading older than this (3 beats): its node is quiet, not a beat behind
+RATE_MIN_S = 4.0   # the rates' common window must span this much (two beats) before any rate is said
 
 LIVE = None  # node 0's Live, from its first HubWatch on
+
+
+def _count_at(history, at):
+    """A rank's collectives at ``at`` from its readings [(time, count)]: between the two around it, on a straight
+    line; its last count after its last reading."""
+    import bisect
+
+    times = [t for t, _ in history]
+    i = bisect.bisect_right(times, at)
+    if i >= len(history):
+        return history[-1][1]
+    if i == 0:
+        return history[0][1]
+    (t0, c0), (t1, c1) = history[i - 1], history[i]
+    return c0 + (c1 - c0) * (at - t0) / (t1 - t0)
 
 
 def carried_timeline(kept, fresh, generation):
@@ -114,6 +131,7 @@ class Live:
                          "run_id": run_id, "step_pattern": bool(pattern), "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
+        self.carried = None  # the newest step another node's beats carried, once noted (``_carried_step``)
         self.unread = None  # {"line", "pattern"}: the last line that looked like a step and no format read
         self.unread_first = None  # the step number the first such line named
         self.unread_moved = False  # such lines named two numbers: steps go by unread (not one resume/total line)
@@ -232,14 +250,32 @@ class Live:
                 self._unread(line)
                 continue
             with self.lock:
-                self.step = (found[0], found[1], now)
-                steps = self.generation["steps"]
-                if self.generation["fault"] is None and self.generation["ended"] is None:
-                    self.generation["last"] = max(self.generation["last"] or 0.0, round(now, 3))
-                if not steps or steps[-1][1] != found[1]:
-                    steps.append([round(now, 3), found[1]])
-                    if len(steps) > MAX_STEPS:
-                        del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+                self._note_step(found[0], found[1], now)
+
+    def _note_step(self, logger, number, at):
+        """One step line of the generation's rank 0 (node 0's own ranks', or carried by the beats of the node that
+        holds rank 0 while node 0 sits the generation out), read at ``at`` (time.time()). Under the lock."""
+        self.step = (logger, number, at)
+        steps = self.generation["steps"]
+        if self.generation["fault"] is None and self.generation["ended"] is None:
+            self.generation["last"] = max(self.generation["last"] or 0.0, round(at, 3))
+        if not steps or steps[-1][1] != number:
+            steps.append([round(at, 3), number])
+            if len(steps) > MAX_STEPS:
+                del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+
+    def _carried_step(self, watch):
+        """While node 0 sits the generation out: the newest step line the beats of the node holding the generation's
+        rank 0 (the book's first member) carried, noted once (walk18b B8: the steps and their rate were unknown)."""
+        if self.node_0_left_out() is None:
+            return
+        members = (self.book() or {}).get("members") or []
+        head = members[0] if members else None
+        for peer in list(watch.hub.peers):
+            step = getattr(peer, "step", None)
+            if (peer.fp or {}).get("rank") == head and peer.done is None and step and step != self.carried:
+                self.carried = step
+                self._note_step(*step)
 
     def _unread(self, line):
         lowered = line.lower()
@@ -265,14 +301,20 @@ class Live:
 
     def node_0_left_out(self):
         """The current generation's number when node 0 sits it out (recovery left it out: hub only, its ranks print
-        no step line), else None: node 0 reads the steps from its own ranks' output, so it knows none of it."""
+        no step line), else None: its steps come from the beats of the node holding rank 0 then."""
         gen = self.generation
         return gen["generation"] if gen is not None and not gen.get("node_0_trains", True) else None
 
+    def steps_unknown(self):
+        """The generation node 0 sits out while no step of it came yet (from the rank 0 node's beats), else None."""
+        left_out = self.node_0_left_out()
+        return left_out if left_out is not None and not self.generation.get("steps") else None
+
     def shown_step(self):
-        """The newest step line's (logger, step, time), or None while node 0 sits the generation out (replay10 R5:
-        /status.json and /metrics kept generation 1's step 121 while generation 2 trained at 248)."""
-        return None if self.node_0_left_out() is not None else self.step
+        """The newest step line's (logger, step, time), or None while node 0 sits the generation out and no step of
+        it came yet (replay10 R5: /status.json and /metrics kept generation 1's step 121 while generation 2 trained
+        at 248)."""
+        return None if self.steps_unknown() is not None else self.step
 
     def step_note(self, ended=False):
         """One line when the run read no step line (top draws no step, goodput counts none): what looked like one,
@@ -280,12 +322,12 @@ class Live:
         ``ended``, while nothing looked like one yet (a job still importing) or the lines that did named one step
         number only (a resume line, a total: the step lines may come next). While node 0 sits the generation out,
         that it does (replay10 R5: top drew the last generation's step as the job's)."""
-        left_out = self.node_0_left_out()
+        left_out = self.steps_unknown()
         if left_out is not None and not ended:
             last = f"; the last read, step {self.step[1]}, was an earlier generation's" if self.step else ""
-            return (f"step unknown: node 0 is left out of generation {left_out} (its ranks print nothing, and node 0 "
-                    f"reads the steps from their lines){last}; steps a second 0: node 0 cannot tell moving from "
-                    "stalled (the stall watch still can)")
+            return (f"step unknown: node 0 is left out of generation {left_out} (its ranks print nothing) and the "
+                    f"node holding rank 0 has sent no step line yet{last}; steps a second 0 until it does (the "
+                    "stall watch tells moving from stalled meanwhile)")
         if self.step is not None or (not self.unread_moved and not ended):
             return None
         if self.unread is None:
@@ -341,12 +383,18 @@ class Live:
                 self.log(f"warning: goodput recorder: {err!r}")
             time.sleep(TICK_S)
 
-    def views(self):
-        """(every rank's latest view, the stall verdicts) from the current watch's stall watch."""
+    def views(self, now=None):
+        """(every rank's latest view, the stall verdicts) from the current watch's stall watch; a stall's ``for_s``
+        as of ``now`` from its one start (``began``), so /metrics, /status.json and goodput's stalled time agree
+        (walk18b B2: the gauge was the last evaluation's, up to a beat behind the bucket)."""
         stall = self.watch.stall if self.watch is not None else None
         if stall is None:
             return [], {"stall": None, "stragglers": []}
-        return list(stall.last_views or []), dict(stall.verdicts)
+        from ..stall.watcher import stall_as_of
+
+        verdicts = dict(stall.verdicts)
+        verdicts["stall"] = stall_as_of(verdicts.get("stall"), now)
+        return list(stall.last_views or []), verdicts
 
     def tick(self, now=None):
         now = time.time() if now is None else now
@@ -354,17 +402,20 @@ class Live:
         watch, gen = self.watch, self.generation
         if watch is None or gen is None:
             return
-        views, verdicts = self.views()
+        views, verdicts = self.views(now)
         read = recorded(views)
         with self.lock:
+            self._carried_step(watch)
             for view in views:
                 history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
-                count = collectives(view, read)
+                count, at = collectives(view, read), view.get("at", mono)  # when its counts were read (a beat ago)
                 if history and count < history[-1][1]:
                     history.clear()  # a new generation's ranks count from 0
-                history.append((mono, count))
-                while history and mono - history[0][0] > RATE_WINDOW_S:
-                    history.popleft()
+                if history and at <= history[-1][0]:
+                    continue  # the same reading again (a peer beats every 2 s, this runs every second)
+                history.append((at, count))
+                while len(history) > 2 and mono - history[1][0] > RATE_WINDOW_S + RATE_LATE_S:
+                    history.popleft()  # one reading before the window stays: its start is read between two
             open_gen = gen["ended"] is None and gen["fault"] is None
             moved = [now - float(v.get("since_s") or 0) for v in views if collectives(v, read) > 0]
             training_began = open_gen and gen["first"] is None and bool(moved or gen["steps"])
@@ -376,7 +427,7 @@ class Live:
             stall = verdicts.get("stall")
             open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
             if stall and not open_stall and open_gen:  # a faulted generation's stall closed at its fault
-                gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
+                gen["stalls"].append([round(stall.get("began") or now - float(stall.get("for_s") or 0), 3), None])
             elif not stall and open_stall:
                 gen["stalls"][-1][1] = round(now, 3)
             fault = watch.fault()  # the watch's declared reading (``stall/surface.HubReading``)
@@ -443,12 +494,27 @@ class Live:
                 return self.book_cache[1]
         return self.book_cache[1]
 
-    def rates(self):
-        """{(node, rank): collectives a second over the last :data:`RATE_WINDOW_S`} of the ranks with two readings
-        apart in time (one pass for every rank: a scrape reads 8,192 of them)."""
+    def rates(self, mono=None):
+        """{(node, rank): collectives a second} over one window for every rank: up to the newest reading every
+        rank beating has (a peer's counts come a beat late: node 0's own ranks were always the fastest line,
+        walk18b B3), back :data:`RATE_WINDOW_S` or to the newest first reading (a spare that joined the
+        generation is measured over the seconds the others are, not its warm-up against their whole window: it
+        read 17x slower); each rank's count at the window's ends read between its two readings around them. A
+        rank silent for :data:`RATE_LATE_S` (its node gone quiet) has not moved since its last reading. None
+        for every rank before the window spans :data:`RATE_MIN_S`. One pass for every rank: a scrape reads
+        8,192 of them."""
+        mono = time.monotonic() if mono is None else mono
         with self.lock:
-            return {key: (h[-1][1] - h[0][1]) / (h[-1][0] - h[0][0])
-                    for key, h in self.rates_seen.items() if len(h) >= 2 and h[-1][0] > h[0][0]}
+            kept = {key: list(h) for key, h in self.rates_seen.items() if h}
+        fresh = [h[-1][0] for h in kept.values() if mono - h[-1][0] <= RATE_LATE_S]
+        if not fresh:
+            return {}
+        end = min(fresh)
+        start = max([end - RATE_WINDOW_S] + [h[0][0] for h in kept.values() if mono - h[-1][0] <= RATE_LATE_S])
+        if end - start < RATE_MIN_S:
+            return {}
+        return {key: max(0.0, (_count_at(h, end) - _count_at(h, start)) / (end - start)) for key, h in kept.items()
+                if h[0][0] <= start}
 
     def step_rate(self, now=None):
         """Steps a second over the last :data:`RATE_WINDOW_S` up to now, from the current generation's step lines,
@@ -457,8 +523,8 @@ class Live:
         between the last lines, and an alert on a rate near 0 never fired); the step before the window is its
         base, so steps slower than the window are not 0 between two lines only because none fell inside it."""
         gen = self.generation
-        if self.node_0_left_out() is not None:
-            return 0.0  # no step line can come: the gauge says so, and the documented alert fires (replay10 R5)
+        if self.steps_unknown() is not None:
+            return 0.0  # no step line came yet: the gauge says so, and the documented alert fires (replay10 R5)
         steps = (gen or {}).get("steps") or []
         if len(steps) < 2:
             return None

@@ -100,3 +100,33 @@ class LineSplitter:
         parts = re.split(rb"[\r\n]", data)
         self.partial = parts.pop()[-MAX_LINE:]
         return [part.decode("utf-8", "replace") for part in parts if part]
+
+
+class StepTap:
+    """A worker's newest step line, for its beats to node 0 (``LinkStall.beat_extra``): node 0 reads the steps from
+    its own ranks' output, so in a generation recovery leaves it out of, the generation's rank 0 runs elsewhere and
+    its lines reach node 0 only this way (walk18b B8: steps a second 0 on a job moving at 5 steps a second)."""
+
+    def __init__(self, pattern=None, clock=None):
+        import time
+
+        self.pattern, self.clock = pattern, clock or time.monotonic
+        self.splitters = {}
+        self.newest = None  # (logger, step, clock time read)
+        self.sent = None
+
+    def output(self, target, chunk):
+        splitter = self.splitters.setdefault(target, LineSplitter())
+        for line in splitter.feed(chunk):
+            found = find_step(line, self.pattern)
+            if found is not None:
+                self.newest = (found[0], found[1], self.clock())
+
+    def extra(self):
+        """``{"step": [logger, step, seconds since it was read]}`` once per new step line, ``{}`` between them: the
+        age is a duration on this node, so node 0 dates it on its own clock (no clocks compared)."""
+        newest = self.newest
+        if newest is None or newest == self.sent:
+            return {}
+        self.sent = newest
+        return {"step": [newest[0], newest[1], round(max(0.0, self.clock() - newest[2]), 3)]}

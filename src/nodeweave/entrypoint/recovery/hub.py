@@ -62,7 +62,7 @@ class HubSide:
             record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             self.gens.keep(decide.kept_by(book, 0))
             if book.generation == 0:
-                say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
+                say_verdict(verdict, time.monotonic() - self.gathered_from, self.log)
             if ended and book.decision is not Decision.STOP:  # said once decided: a generation that never
                 self.log(f"recovery: starting generation {book.generation}")  # starts is not announced (B14)
             ended = False
@@ -180,6 +180,9 @@ class HubSide:
 
         info = self.plan.exchange
         started = time.monotonic()
+        # the seconds its verdict line says: the job's start for the first check-in (node 0 opened its port then),
+        # this regather's own start for a later one, never the job's life up to it (walk18b B13: 48.52s)
+        self.gathered_from = self.checkin.started if book is None else started
         if book is None:
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
             # every node the job counts on stays a row of what it shows, a spare never checked in too (walk17b B10)

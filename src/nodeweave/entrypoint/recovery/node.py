@@ -29,8 +29,8 @@ class NodeSide:
         from ..checkin.heartbeat import LinkWatch
         from ..checkin.session import say_verdict, record_verdict
 
-        started = time.monotonic()
         while True:
+            started = time.monotonic()  # each check-in's own seconds, not the job's life (walk18b B13)
             verdict, channel = self._join()
             if self.generation == 0 or verdict["decision"] != "start":
                 say_verdict(verdict, time.monotonic() - started, self.log)

@@ -1,7 +1,7 @@
 """The stall watch's messages on the heartbeat's connections (mixed into ``heartbeat.LinkWatch``/``HubWatch``).
 
 - beat ``{"t": "beat", "ranks": [...]}``: a node's ranks' view, every beat (with ``"gpus"`` and
-  ``"gpu_source"`` when the node took a new GPU reading: ``metrics/``);
+  ``"gpu_source"`` when the node took a new GPU reading, ``"step"`` when it read a new step line: ``metrics/``);
 - ``{"t": "stacks", "id": n}`` from node 0, answered with ``{"t": "stacks", "id": n, "ranks": [...]}``
   (each rank's stack class and frames);
 - ``{"t": "report", "lines": [...]}``: a report every node prints (a stall, a straggler);
@@ -74,7 +74,11 @@ class HubStall(FaultSeam, HubSurface):
     def stall_message(self, peer, message):
         kind = message.get("t")
         if kind == "beat" and isinstance(message.get("ranks"), list):
-            peer.ranks = message["ranks"]
+            peer.ranks, peer.ranks_at = message["ranks"], self.clock()
+        if kind == "beat" and isinstance(message.get("step"), list) and len(message["step"]) == 3:
+            logger, number, age = message["step"]
+            if isinstance(number, int) and isinstance(age, (int, float)):  # dated on node 0's clock
+                peer.step = (str(logger), number, time.time() - max(0.0, float(age)))
         if kind == "beat" and isinstance(message.get("gpus"), list):
             if self.node_gpus is None:
                 self.node_gpus = {}
@@ -86,12 +90,24 @@ class HubStall(FaultSeam, HubSurface):
         """This node's view (``own``) and every other node's latest; the ranks of a node that finished count as
         exited. Each rank's ``node`` is the identity of the node that beat it (node 0's own, a peer's
         fingerprint), the numbering of the nodes table and the book: under recovery a spare's ranks are the
-        spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46)."""
-        views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node"))) for rank in own]
+        spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46).
+        Every duration is as of now: a peer's view is a beat old when it comes, so its ``since_s`` and ``polled_s``
+        grow by the time since (node 0's clock: no clocks compared), and a stall's length, its start and the
+        ranks' last moves read alike from node 0's ranks and the others' (walk18b B2: 2.1 s apart). ``at`` is when
+        the view's counts were read on node 0's clock (the rates compare every rank over one window by it)."""
+        now = self.clock()
+        views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node")), at=now) for rank in own]
         for peer in self.hub.peers:
             node = (peer.fp or {}).get("rank")
+            at = getattr(peer, "ranks_at", None)
+            age = max(0.0, now - at) if at is not None else 0.0
             for rank in peer.ranks or []:
-                views.append(dict(rank, node=node, state="gone") if peer.done is not None else dict(rank, node=node))
+                view = dict(rank, node=node, at=now if at is None else at)  # when its counts were read
+                if age and isinstance(view.get("since_s"), (int, float)):
+                    view["since_s"] = round(view["since_s"] + age, 2)
+                    if isinstance(view.get("polled_s"), (int, float)):
+                        view["polled_s"] = round(view["polled_s"] + age, 2)
+                views.append(dict(view, state="gone") if peer.done is not None else view)
         return views
 
     def ask_stacks(self):

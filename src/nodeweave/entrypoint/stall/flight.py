@@ -50,6 +50,21 @@ def summary(text):
     return f"{entered}; completed {_entry(done) if done else 'none'}"
 
 
+def waits_in(text):
+    """The collective one dump says its rank entered and has not completed, as Python names it (``all_reduce`` of
+    ``gloo:all_reduce``), or None (every entry completed, no entry, an unreadable dump)."""
+    try:
+        recorders = json.loads(text)["recorders"].values()
+        entries = [e for r in recorders for e in (r.get("entries") or [])]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    if not entries:
+        return None
+    last = sorted(entries, key=lambda e: (e.get("time_created_ns") or 0, e.get("record_id") or 0))[-1]  # summary's
+    name = str(last.get("profiling_name") or "")
+    return None if _finished(last) or not name else name.rsplit(":", 1)[-1]
+
+
 MAX_CLASSES = 16  # lines of a report every node is sent: the rest is counted, the dumps keep every rank
 MAX_SPANS = 8     # runs of ranks one line names
 

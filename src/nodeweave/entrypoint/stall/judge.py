@@ -39,6 +39,7 @@ MIN_COLLECTIVES = 4
 MIN_INTERVALS = 5
 SLOWER = 0.10
 CONFIRM = 3  # consecutive evaluations that must agree before a straggler is named
+FROM_CPP = "a collective issued from C++"  # a stall only the flight recorders' counts saw begins so
 
 
 def progress(views):
@@ -61,10 +62,10 @@ def find_stall(views):
     seq = max(v["seq"] for v in views)
     if seq == min(v["seq"] for v in views) and all(stale_record(v) for v in views if count(v) < top):
         return None  # behind only in recorder counts read before its last move: the count, not the rank, is behind
-    collective = _most(v["name"] for v in waiting)
+    collective = most(v["name"] for v in waiting)
     where = f"{collective} #{seq}"
     if seq == min(v["seq"] for v in views):  # only the recorder's counts differ: a collective C++ issued
-        where = (f"a collective issued from C++ (flight recorder seq {max(v['fr_enqueued'] for v in views)}; "
+        where = (f"{FROM_CPP} (flight recorder seq {max(v['fr_enqueued'] for v in views)}; "
                  f"last Python one: {where})")
     return {"where": where, "culprits": sorted((v for v in views if count(v) == low), key=_key),
             "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if count(v) < top), key=_key),
@@ -101,7 +102,8 @@ def _key(view):
     return (view.get("node", 0), view["rank"])
 
 
-def _most(names):
+def most(names):
+    """The name most of ``names`` are (on a tie the first in sorted order), or None."""
     counts = {}
     for name in names:
         counts[name] = counts.get(name, 0) + 1

@@ -23,6 +23,7 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from ..news import by_rank
 from ..running.runstate import AFTER_STOP  # noqa: F401 - the launcher's output once stopped, per node
 from . import flight, judge, report
 from .stacks import describe_rank, group
@@ -47,6 +48,8 @@ class StallWatch:
         self.last_views = []
         self.alone = alone  # why this node sees only its own ranks in a job of several nodes (local.py)
         self.reporting = None  # the thread gathering and sending a stall report, off the heartbeat's thread
+        self.began = None  # (stall key, time.time() it began) of the current stall: one start for every view of it
+        self.waits_in = None  # (stall key, collective) the ranks wait in, as their flight recorders' dumps say
 
     # --- every node ---------------------------------------------------------------------------------
     def view(self):
@@ -63,6 +66,7 @@ class StallWatch:
         for item in described:
             if item["rank"] in dumps:
                 item["flight"] = flight.summary(dumps[item["rank"]])
+                item["waits_in"] = flight.waits_in(dumps[item["rank"]])
         return described
 
     def aside_path(self):
@@ -95,9 +99,16 @@ class StallWatch:
                 self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])
                 self.reported = None
             self.verdicts["stall"] = None
+            self.began = None
             return
-        self.verdicts["stall"] = _summary(finding)
-        key = (finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
+        key = _stall_key(finding)
+        began = time.time() - finding["for_s"]  # every view's durations are as of now (``HubStall.views``)
+        if self.began is None or self.began[0] != key:
+            self.began = (key, began)
+        else:  # the same stall: its start stays (a view a beat old can only make it later)
+            self.began = (key, min(self.began[1], began))
+        self.verdicts["stall"] = _summary(finding, self.began[1],
+                                          self.waits_in[1] if self.waits_in and self.waits_in[0] == key else None)
         if (self.reported is None or self.reported[:2] != key) and not self.report_in_flight():
             self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
             self.reporting = threading.Thread(target=self._report, args=(hub_watch, own, finding), daemon=True,
@@ -114,9 +125,16 @@ class StallWatch:
         return self.reporting is not None and self.reporting.is_alive()
 
     def _report(self, hub_watch, own, finding):
-        """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile)."""
+        """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile). Where only the
+        flight recorders' counts differ (a collective C++ issued: DDP's reducer), the one the waiting ranks'
+        recorders say they are in names the stall in the verdicts from here on, as the report's lines do (walk18b
+        B2: /status.json said `broadcast`, the last Python call, while the ranks waited in all_reduce)."""
         try:
             described = self._gather(hub_watch, own)
+            waiting = {v["rank"] for v in finding.get("waiting") or []}
+            named = [d["waits_in"] for d in described if d.get("waits_in") and d.get("rank") in waiting]
+            if named and finding["where"].startswith(judge.FROM_CPP):
+                self.waits_in = (_stall_key(finding), judge.most(named))
             kept = flight.kept_at(self.run_dir, getattr(self.folder, "path", None))
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
                                        flight.lines(described, kept=kept), self.alone,
@@ -171,14 +189,15 @@ class StallWatch:
 
     def status(self, hub_watch, stacks=False):
         """For `--status` (answered on a thread of its own, ``exchange.Hub._send_status``): where each rank is and
-        for how long (this node's now, the others' as of their last beat), the verdicts; with ``stacks`` every
+        for how long (as of now: the others' last beat aged by node 0's clock), the verdicts; with ``stacks`` every
         rank's stack grouped, gathered now, stopping nothing."""
         own = self.view()
         self.last_views = hub_watch.views(own)
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
                                         "cpu_rate", "fr_enqueued", "fr_completed", "device_wait_s", "device_timed",
-                                        "fr_wait_s", "fr_timed", "fr_span_s", "polled_s")} for v in self.last_views]
-        answer = {"ranks": ranks, **self.verdicts}
+                                        "fr_wait_s", "fr_timed", "fr_span_s", "polled_s")}
+                 for v in sorted(self.last_views, key=by_rank)]
+        answer = {"ranks": ranks, **self.verdicts, "stall": stall_as_of(self.verdicts.get("stall"))}
         if stacks:
             described = self._gather(hub_watch, own)
             answer["stacks"], answer["flight"] = group(described), flight.lines(
@@ -186,7 +205,29 @@ class StallWatch:
         return answer
 
 
-def _summary(finding):
-    return {"collective": finding["collective"], "seq": finding["seq"], "where": finding["where"], "for_s": finding["for_s"],
+def _stall_key(finding):
+    """One stall, as long as it waits where it did on the same culprits (reported once, one start)."""
+    return finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"])
+
+
+def stall_as_of(stall, now=None):
+    """A stall verdict with its ``for_s`` as of ``now`` (time.time()) from its one start, ``began``: what --status,
+    /metrics and /status.json say between two evaluations (a beat apart), so they agree with goodput's stalled
+    time (walk18b B2); None and a verdict without a start as they are."""
+    began = (stall or {}).get("began")
+    if not isinstance(began, (int, float)):
+        return stall
+    return dict(stall, for_s=round(max(0.0, (time.time() if now is None else now) - began), 2))
+
+
+def _summary(finding, began, waits_in=None):
+    """The stall as the verdicts carry it: ``began`` (time.time()) the one start /metrics' stall seconds, goodput's
+    stalled time and ``for_s`` are read from; ``waits_in`` the collective the flight recorders name, where only
+    they saw it (C++-issued), else the collective the waiting ranks called."""
+    where = finding["where"]
+    if waits_in and where.startswith(judge.FROM_CPP):
+        where = waits_in + where[len("a collective"):]
+    return {"collective": waits_in or finding["collective"], "seq": finding["seq"], "where": where,
+            "for_s": finding["for_s"], "began": round(began, 3),
             "culprits": [{"rank": v["rank"], "node": v.get("node"), "host": v.get("host")}
                          for v in finding["culprits"]]}
