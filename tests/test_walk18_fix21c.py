@@ -1,0 +1,26 @@
+"""walk18b rows 1, 6, 9, 12, 15, 18, 19: the entrypoint's reading of its input and its hints, one test a class."""
+
+import pytest
+
+from cli_run import in_a_folder_with_train_py
+
+entrypoint = pytest.fixture(in_a_folder_with_train_py)
+
+
+def _field(out, name):
+    """The value of ``name``'s row in an --explain plan."""
+    line = next(line for line in out.splitlines() if line.strip().startswith(name + " "))
+    return line.split()[len(name.split())]
+
+
+def test_names_derived_from_an_ordinal_keep_its_zero_padding(entrypoint):
+    """B6: a group trainer-00..03 has no host trainer-0: the master (and every member's name) keeps the padding,
+    with a Service as without; an unpadded ordinal (a StatefulSet's) stays as it was."""
+    cases = [({"POD_NAME": "trainer-00"}, "trainer-00"), ({"POD_NAME": "trainer-03"}, "trainer-00"),
+             ({"POD_NAME": "trainer-003", "NODEWEAVE_SERVICE": "trainer"}, "trainer-000.trainer"),
+             ({"POD_NAME": "trainer-3", "NODEWEAVE_SERVICE": "trainer"}, "trainer-0.trainer"),
+             ({"POD_NAME": "trainer-12"}, "trainer-0")]
+    for env, master in cases:
+        code, out, err = entrypoint(["--explain", "--", "train.py"], dict(env, NODEWEAVE_NNODES="16"))
+        assert code == 0, err
+        assert _field(out, "master") == master, (env, out)
