@@ -24,3 +24,19 @@ def test_names_derived_from_an_ordinal_keep_its_zero_padding(entrypoint):
         code, out, err = entrypoint(["--explain", "--", "train.py"], dict(env, NODEWEAVE_NNODES="16"))
         assert code == 0, err
         assert _field(out, "master") == master, (env, out)
+
+
+def test_the_unknown_variable_check_reads_nodeweave_names_in_any_case(entrypoint):
+    """B12: nodeweave_recovery=on (a .env file or an env: list typed in lower case) left recovery silently off;
+    it now gets the "did you mean" every misspelt upper-case name gets, in the nodes' plan and in the CLI."""
+    from nodeweave.entrypoint.planning.variables import unknown_lines
+
+    code, out, err = entrypoint(["--explain", "--", "train.py"],
+                                {"nodeweave_recovery": "on", "Nodeweave_Spare": "1", "NODEWEAVE_SPARES": "0"})
+    assert code == 0, err
+    assert "nodeweave_recovery is not a variable nodeweave reads, so it is ignored (did you mean NODEWEAVE_RECOVERY?)" \
+        in out, out
+    assert "Nodeweave_Spare is not a variable nodeweave reads, so it is ignored (did you mean NODEWEAVE_SPARES?)" \
+        in out, out
+    assert unknown_lines({"nodeweave_spec": "x", "NODEWEAVE_SPEC": "y", "nodeweave": "z"}) == [
+        "nodeweave_spec is not a variable nodeweave reads, so it is ignored (did you mean NODEWEAVE_SPEC?)"]
