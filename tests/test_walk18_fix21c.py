@@ -40,3 +40,19 @@ def test_the_unknown_variable_check_reads_nodeweave_names_in_any_case(entrypoint
         in out, out
     assert unknown_lines({"nodeweave_spec": "x", "NODEWEAVE_SPEC": "y", "nodeweave": "z"}) == [
         "nodeweave_spec is not a variable nodeweave reads, so it is ignored (did you mean NODEWEAVE_SPEC?)"]
+
+
+def test_hostfile_slots_on_a_node_without_gpus_are_said_as_the_platforms_gpu_counts_are(entrypoint, tmp_path):
+    """B15: a DeepSpeed hostfile's slots=8 on a node whose GPUs did not reach the container started 8 CPU
+    processes on gloo, silently; a platform's GPU count is refused for it (exit 3). An MPI hostfile's slots may be
+    CPU slots on purpose, so a warning; --nproc-per-node (CPU processes on purpose) silences it."""
+    import socket
+
+    (tmp_path / "hf").write_text(f"{socket.gethostname()} slots=8\n10.0.0.9 slots=8\n")
+    env = {"NODEWEAVE_HOSTFILE": "hf", "CUDA_VISIBLE_DEVICES": ""}
+    code, out, err = entrypoint(["--explain", "--", "train.py"], env)
+    assert code == 0, err
+    assert f"slots of {socket.gethostname()} in hostfile hf is 8, DeepSpeed's GPUs per host, but this node sees no " \
+           "GPU: the job would run 8 CPU processes on gloo" in out, out
+    code, out, err = entrypoint(["--explain", "--nproc-per-node", "8", "--", "train.py"], env)
+    assert code == 0 and "DeepSpeed's GPUs per host" not in out, out

@@ -296,6 +296,12 @@ def _processes(nproc, claim, node, warnings):
                             f"would run {nproc} CPU processes on gloo; make the GPUs visible in the container (--gpus "
                             "all / CDI, the device plugin's GPU limit, the driver mounted), or pass "
                             "--nproc-per-node for CPU processes on purpose")
+    if claim.origin is not None and claim.origin.name == "hostfile" and not (gpus and gpus.count):
+        # a hostfile's slots=N: DeepSpeed's GPUs per host, as the platforms' counts above are; an MPI hostfile's
+        # may be CPU slots on purpose, so said, not refused (walk18b B15: 8 CPU processes on gloo, silently)
+        emit(warnings, "slots-without-gpus", f"{claim.source} is {nproc}, DeepSpeed's GPUs per host, but this node "
+             f"sees no GPU: the job would run {nproc} CPU processes on gloo; make the GPUs visible in the container, "
+             "or pass --nproc-per-node for CPU processes on purpose")
     if gpus and gpus.count and nproc > gpus.count:
         raise TopologyError(f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s) "
                             "here (what CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and the devices leave): ranks would "
