@@ -56,3 +56,35 @@ def test_hostfile_slots_on_a_node_without_gpus_are_said_as_the_platforms_gpu_cou
            "GPU: the job would run 8 CPU processes on gloo" in out, out
     code, out, err = entrypoint(["--explain", "--nproc-per-node", "8", "--", "train.py"], env)
     assert code == 0 and "DeepSpeed's GPUs per host" not in out, out
+
+
+def test_a_worker_meeting_another_jobs_exchange_names_the_port_fix_never_joining_it(tmp_path):
+    """B19: node 0 of job 'held' on the port; a worker of job 'mine' was told "give every node the same job
+    (NODEWEAVE_JOB_ID)", which reads as "set NODEWEAVE_JOB_ID=held": join another team's job. It now says that
+    another job holds the port, that this job's node 0 may not be up, and names the port fix node 0 names."""
+    import os
+    import subprocess
+    import sys
+
+    import cli_run
+    from free_ports import free_port_pair
+
+    port = free_port_pair()
+    (tmp_path / "train.py").write_text("print(1)\n")
+    env = dict(cli_run.CLEAN, PATH=os.pathsep.join([os.path.dirname(sys.executable), cli_run.CLEAN["PATH"]]),
+               NODEWEAVE_NNODES="2", MASTER_ADDR="127.0.0.1", NODEWEAVE_MASTER_PORT=str(port),
+               NODEWEAVE_WAIT_TIMEOUT="6", NODEWEAVE_METRICS="off", TMPDIR=str(tmp_path))
+    held = cli_run.popen([*cli_run.ENTRYPOINT, "--", "train.py"], env=dict(env, NODE_RANK="0", NODEWEAVE_JOB_ID="held"),
+                         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        worker = cli_run.entrypoint("--", "train.py", env=dict(env, NODE_RANK="1", NODEWEAVE_JOB_ID="mine"),
+                                    cwd=tmp_path, timeout=60)
+    finally:
+        held.terminate()
+        held.communicate(timeout=60)
+    line = next((line for line in worker.stderr.splitlines() if ": error: " in line), worker.stderr)
+    assert worker.returncode == 3 and "Traceback" not in worker.stderr, worker.stderr
+    assert f"node 0's exchange at 127.0.0.1:{port + 1} belongs to job 'held', this node to 'mine': another job holds " \
+           "that port, so this job's node 0 may not be up" in line, line
+    assert "NODEWEAVE_EXCHANGE_PORT, or another NODEWEAVE_MASTER_PORT" in line, line
+    assert "NODEWEAVE_JOB_ID=held" not in line and "give every node the same job" not in line, line
