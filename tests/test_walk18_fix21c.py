@@ -88,3 +88,45 @@ def test_a_worker_meeting_another_jobs_exchange_names_the_port_fix_never_joining
            "that port, so this job's node 0 may not be up" in line, line
     assert "NODEWEAVE_EXCHANGE_PORT, or another NODEWEAVE_MASTER_PORT" in line, line
     assert "NODEWEAVE_JOB_ID=held" not in line and "give every node the same job" not in line, line
+
+
+def test_kill_int_stops_a_node_started_with_sigint_ignored_during_its_check_in_wait(tmp_path):
+    """B18: nodes started from a script with `&` inherit SIGINT ignored; the hint's `kill -INT PID` did nothing
+    while node 0 waited at its check-in (its handler was kept off for an inherited ignore), and worked once a
+    launcher had run. A stop is handled from the start now; only nohup's ignored SIGHUP stays ignored."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import cli_run
+    from free_ports import free_port_pair
+
+    port = free_port_pair()
+    (tmp_path / "train.py").write_text("print(1)\n")
+    env = dict(cli_run.CLEAN, PATH=os.pathsep.join([os.path.dirname(sys.executable), cli_run.CLEAN["PATH"]]),
+               NODEWEAVE_NNODES="2", NODE_RANK="0", MASTER_ADDR="127.0.0.1", NODEWEAVE_MASTER_PORT=str(port),
+               NODEWEAVE_WAIT_TIMEOUT="60", NODEWEAVE_METRICS="off", TMPDIR=str(tmp_path))
+
+    def as_from_a_script():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+    node = cli_run.popen([*cli_run.ENTRYPOINT, "--", "train.py"], env=env, cwd=tmp_path, preexec_fn=as_from_a_script,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        until = time.monotonic() + 30
+        while time.monotonic() < until and node.poll() is None:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port + 1)) == 0:
+                    break
+            time.sleep(0.2)
+        os.kill(node.pid, signal.SIGINT)
+        out, _ = node.communicate(timeout=20)
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.communicate()
+    assert node.returncode == 130 and "stopped by SIGINT with no launcher running (exit 130)" in out, out
