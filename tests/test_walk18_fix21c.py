@@ -130,3 +130,21 @@ def test_kill_int_stops_a_node_started_with_sigint_ignored_during_its_check_in_w
             node.kill()
             node.communicate()
     assert node.returncode == 130 and "stopped by SIGINT with no launcher running (exit 130)" in out, out
+
+
+def test_every_message_bounds_the_values_it_quotes(entrypoint, capsys):
+    """B9: a value 100,000 characters long (a variable expanded into itself, a file pasted) made the start's one
+    error line 200 KB (the value twice) and --explain 400 KB; a pod log cuts such a line before its reason. The
+    printers of both programs clip every word past 300 characters to its first 40, '...' and its length."""
+    from cli_run import in_process
+
+    long = "a" * 100000
+    for name in ("NODEWEAVE_MASTER_ADDR", "NODEWEAVE_LAUNCHER_OPTIONS", "NODEWEAVE_NNODES"):
+        for argv in (["--", "train.py"], ["--explain", "--", "train.py"]):
+            code, out, err = entrypoint(argv, {name: long})
+            assert code != 0 and len(out) + len(err) < 6000, (name, argv, len(out), len(err))
+            assert "...(1000" in out + err and " characters)" in out + err, (out + err)[:2000]
+    code, out, err = entrypoint(["--", "train.py"], {"NODEWEAVE_MASTER_ADDR": long})
+    assert err.rstrip().endswith("an IPv4 address or an IPv6 address, without a port"), err[-300:]
+    code, out, err = in_process(capsys, "runs", "show", long)
+    assert code != 0 and len(err) < 1000, len(err)
