@@ -148,3 +148,34 @@ def test_every_message_bounds_the_values_it_quotes(entrypoint, capsys):
     assert err.rstrip().endswith("an IPv4 address or an IPv6 address, without a port"), err[-300:]
     code, out, err = in_process(capsys, "runs", "show", long)
     assert code != 0 and len(err) < 1000, len(err)
+
+
+def test_runs_show_reads_a_job_folder_a_node_keeps(tmp_path, capsys):
+    """B1: a job started the way Slurm and Kubernetes start it (no `nodeweave run`) keeps goodput.json and
+    recovery.json in node 0's $TMPDIR/nodeweave/jobs/<job>-<port>; `runs show` refused that folder (no run.json),
+    so its generations and goodput were out of reach. It shows them as it shows a run's."""
+    import json
+
+    from cli_run import in_process
+
+    folder = tmp_path / "nodeweave" / "jobs" / "w1-29731"
+    folder.mkdir(parents=True)
+    (folder / "goodput.json").write_text(json.dumps({
+        "schema": "nodeweave.goodput/1", "launched": 1000.0, "ended": 1100.0, "generations": [
+            {"generation": 0, "first": 1010.0, "last": 1040.0, "steps": [[1011.0, 1], [1030.0, 50], [1040.0, 70]],
+             "fault": {"at": 1045.0, "resumed_step": 50}},
+            {"generation": 1, "first": 1055.0, "last": 1095.0, "resumed_step": 50, "ended": 1100.0}]}))
+    (folder / "recovery.json").write_text(json.dumps({
+        "generation": 1, "restarts": 1, "decision": "start", "members": [0, 2], "spares": [], "left_out": [1],
+        "history": [{"generation": 0, "node": 1, "cause": "lost", "why": "node 1 is gone: no heartbeat for 10s",
+                     "recover_s": 10.2, "resume_from": "/ckpt/step_50", "resumed_step": 50, "work_lost_s": 10.0}]}))
+    code, out, err = in_process(capsys, "runs", "show", str(folder))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "w1-29731: ended; a job's folder of a node's own" in text, out
+    assert "recovery: 2 generation(s), 1 restart(s)" in text and "generation 0 ended: node 1 is gone" in text, out
+    assert "goodput: 60.0% of 100 s productive" in text and "generation 1: training 40 s, recovery 15 s" in text, out
+    code, out, err = in_process(capsys, "runs", "show", str(folder), "-o", "json")
+    assert code == 0 and json.loads(out)["goodput"]["productive"] == 0.6, err
+    code, out, err = in_process(capsys, "runs", "show", str(tmp_path / "nodeweave"))
+    assert code == 2 and f"`nodeweave runs show {folder}` shows what one holds" in err, err
