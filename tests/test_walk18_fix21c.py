@@ -40,6 +40,11 @@ def test_the_unknown_variable_check_reads_nodeweave_names_in_any_case(entrypoint
         in out, out
     assert unknown_lines({"nodeweave_spec": "x", "NODEWEAVE_SPEC": "y", "nodeweave": "z"}) == [
         "nodeweave_spec is not a variable nodeweave reads, so it is ignored (did you mean NODEWEAVE_SPEC?)"]
+    # the spec's env: and run -e take the same rule: the prefix reserved in any case, the name meant said
+    from nodeweave.entrypoint.planning.reserved import instead, is_reserved
+
+    assert is_reserved("nodeweave_recovery") and not is_reserved("NODEWEAVE_JOB_TOKEN_FILE")
+    assert instead("nodeweave_recovery") == "did you mean NODEWEAVE_RECOVERY? set the spec's recovery.enabled instead"
 
 
 def test_hostfile_slots_on_a_node_without_gpus_are_said_as_the_platforms_gpu_counts_are(entrypoint, tmp_path):
