@@ -64,7 +64,11 @@ def visible(text: str) -> str:
     (``\\u202e``, ``\\x07``): a right-to-left override, a zero-width or control character in a value the user gave
     would reorder or hide the rest of the line it is echoed in (replay10 R4: ``--bind $'\\u202e'``). A line break
     and a tab stay; a byte that is not UTF-8 is left to :func:`shell_shown`. Applied to every error line
-    ``cli.main`` writes, as ``top --url``'s own refusal quotes such a value (``repr``)."""
+    ``cli.main`` writes, as ``top --url``'s own refusal quotes such a value (``repr``); its words and lines are
+    bounded as the entrypoint's are (``quoting.bounded``: a value 100,000 characters long, walk18b B9)."""
+    from nodeweave.entrypoint.quoting import bounded
+
+    text = bounded(text)
     return "".join(char if char.isprintable() or char in "\n\t" or "\udc80" <= char <= "\udcff"
                    else repr(char)[1:-1] for char in text)
 

@@ -532,7 +532,7 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both), and one per
     variable only the nodes read (``habits.variables.node_variables``): a mistyped name, or one this command
     ignores, is said, never silently ignored, and said once."""
-    if not any(name.startswith("NODEWEAVE_") for name in os.environ):
+    if not any(name.upper().startswith("NODEWEAVE_") for name in os.environ):  # nodeweave_x too (walk18b B12)
         return
     reports_itself = REPORT_VARIABLES_ITSELF.get(argv[0] if argv else "")
     if reports_itself is not None and reports_itself(argv[1:]):

@@ -123,7 +123,7 @@ def _none_listed(parent: Path, job: Optional[str], every) -> str:
 
 @runs_app.command("show")
 def show_command(
-    run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
+    run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder (a run's, or a job's folder a node keeps: $TMPDIR/nodeweave/jobs/<job>-<port>), or last"),
     runs_dir: Optional[Path] = RUNS_DIR,
     spec_path: Optional[Path] = SPEC,
     metric: Optional[str] = METRIC,
@@ -132,13 +132,18 @@ def show_command(
     """One run: every node's result, seconds, sync commit and last line, its generations and where its wall time
     went (goodput); a sweep: every point, charted."""
     from nodeweave.runs.goodput import run_goodput
-    from nodeweave.runs.history import find_run, record_problems
+    from nodeweave.runs.history import find_run, is_job_folder, record_problems
 
     output = data_format(as_json, output)
     if metric is not None:  # judged before anything is printed, as compare judges it (walk5, W74)
         from nodeweave.cluster.sweep import compile_metric
 
         compile_metric(metric)
+    if is_job_folder(Path(run)):  # a job started without `nodeweave run`: its node's own record (walk18b B1)
+        shown = _job_folder(Path(run))
+        if not emit(shown, output):
+            _print_run(shown, output == "wide")
+        return
     entry = find_run(_parent(runs_dir, spec_path), run, _job(spec_path))
     if entry.kind == "sweep":
         _compare([entry], *sweep_ranking([entry], metric, False), None, output)
@@ -302,6 +307,29 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str, force: 
         typer.echo(f"nodeweave: chart written to {written}", err=True)
 
 
+def _job_folder(folder: Path) -> dict:
+    """What a job's folder of a node's own shows, as ``runs show`` shows a run: node 0's goodput.json (its
+    generations and goodput) and recovery.json (the generations' faults and restarts), as run.json would keep
+    them under `nodeweave run`; the command, target and each node's line are in no record there."""
+    from nodeweave.cluster.job import recovery_summary
+    from nodeweave.runs.goodput import run_goodput
+    from nodeweave.runs.history import RunEntry, load_record, record_problems
+    from nodeweave.cluster.runfolder import iso
+
+    book, _ = load_record(folder, "recovery.json")
+    timeline, _ = load_record(folder, "goodput.json")
+    timeline = timeline or {}
+    launched, ended = timeline.get("launched"), timeline.get("ended")
+    state = "ended" if ended is not None else "running (or cut off)"
+    return {"run": folder.name, "state": f"{state}; a job's folder of a node's own (no run.json: started without "
+                                         "`nodeweave run`)",
+            "command": None, "env": None, "target": None, "started": iso(launched) if launched else None,
+            "seconds": round(ended - launched, 3) if launched is not None and ended is not None else None,
+            "summary": None, "folder": str(folder), "nodes": [],
+            "recovery": recovery_summary(book) if isinstance(book, dict) else None,
+            "goodput": run_goodput(RunEntry(path=folder, kind="run")), "problems": record_problems(folder)}
+
+
 def _span(node: dict):
     start, end = node.get("started_s"), node.get("ended_s")
     return round(end - start, 3) if start is not None and end is not None else None
@@ -397,7 +425,8 @@ def _print_run(shown: dict, wide: bool) -> None:
             continue
         table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]), commit[:12],
                         f"the cause: {node['cause']}" if node.get("cause") else node["last_line"] or "-"])
-    out.print(table)
+    if shown["nodes"]:  # a job's folder of a node's own keeps no node's line
+        out.print(table)
     if wide:  # the record's fields the table leaves out
         env = shown.get("env") or {}
         shown_env = " ".join(f"{k}={v}" for k, v in env.items()) if isinstance(env, dict) else known(env)

@@ -12,7 +12,9 @@ PROG = "nodeweave-entrypoint"
 
 
 def say(text):
-    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+    from .quoting import bounded  # a value quoted whole made lines of 200 KB (walk18b B9)
+
+    print(f"{PROG}: {bounded(text)}", file=sys.stderr, flush=True)
 
 
 def summary(plan, session=None, watched=False, identity=None):

@@ -205,7 +205,9 @@ def render_text(plan):
         section("Warnings", [("!", w) for w in plan.warnings], width=1)
     if plan.errors:
         section("Errors", [("x", e["message"]) for e in plan.errors], width=1)
-    return "\n".join(out) + "\n"
+    from .quoting import bounded  # a value 100,000 characters long was printed four times (walk18b B9)
+
+    return bounded("\n".join(out)) + "\n"
 
 
 # what a node of these roles launches now (recovery/roles.py's kinds, as a plan's role spells them)

@@ -376,6 +376,14 @@ def one_run(entry: RunEntry) -> RunEntry:
 NODE_RECORDS = ("goodput.json", "recovery.json", "heat.json", "checkin.json")  # $TMPDIR/nodeweave/jobs/<job>-<port>/
 
 
+def is_job_folder(folder: Path) -> bool:
+    """``folder`` is a job's folder of a node's own (``$TMPDIR/nodeweave/jobs/<job id>-<master port>``): node 0's
+    goodput.json or recovery.json there, and no run.json. A job started without `nodeweave run` (sbatch, a
+    StatefulSet, nodes started by hand) keeps its only record so; ``runs show`` reads it (walk18b B1)."""
+    return folder.is_dir() and not (folder / "run.json").exists() and \
+        any((folder / name).is_file() for name in ("goodput.json", "recovery.json"))
+
+
 def _no_run_folder(folder: Path, wanted: str) -> str:
     """Why the folder ``wanted`` names is no run folder, said about that folder (walk10 B7: an existing folder was
     answered about runs/, "no runs under ... so there is no run '/abs/folder'")."""
@@ -392,10 +400,10 @@ def _no_run_folder(folder: Path, wanted: str) -> str:
             "when the run ends; a job started without it keeps them there as they are (JSON, docs/observability.md)")
     if kept:
         return (f"{wanted} is a job's folder of a node's own ($TMPDIR/nodeweave/jobs/<job id>-<master port>: "
-                f"{', '.join(kept)}), {then}")
+                f"{', '.join(kept)}), {then}; `nodeweave runs show {wanted}` shows what it holds")
     if held:
         return (f"{wanted} is a node's own folder ($TMPDIR/nodeweave: the records of {', '.join(held[-5:])}), "
-                f"{then}")
+                f"{then}; `nodeweave runs show {folder / held[-1]}` shows what one holds")
     return (f"{wanted} is a folder but not a run folder (no run.json, no sweep.json); accepted: a run id "
             "(`nodeweave runs ls`), a unique prefix, a run folder's path, or last")
 

@@ -622,8 +622,7 @@ def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind="", lim
                                   "mac": proof(token, str(challenge.get("nonce")), fp)})
                 except ExchangeError:
                     pass
-                raise Refused(f"node 0's exchange at {host_port(host, port)} belongs to job {challenge.get('job')!r}, "
-                              f"this node to {fp.get('job')!r}: give every node the same job (NODEWEAVE_JOB_ID)")
+                raise Refused(another_job(host_port(host, port), challenge.get("job"), fp.get("job")))
             channel.send({"t": "hello", "job": fp.get("job"), "fp": fp,
                           "mac": proof(token, str(challenge.get("nonce")), fp)})
             return _await_verdict(channel, listener, token, deadline, clock), channel
@@ -632,6 +631,17 @@ def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind="", lim
             raise
     finally:
         listener.close()
+
+
+def another_job(where, theirs, mine):
+    """A worker's word for another job's exchange at node 0's port: most likely that job holds the port and this
+    job's node 0 could not open it (its own start says so), so the fix is this job's port, as node 0's is; never
+    this job's id changed to the other's, which reads as "join that job" (walk18b B19)."""
+    return (f"node 0's exchange at {where} belongs to job {theirs!r}, this node to {mine!r}: another job holds that "
+            "port, so this job's node 0 may not be up (its start then says the port is in use); give this job a free "
+            "port, the same on every node: NODEWEAVE_EXCHANGE_PORT, or another NODEWEAVE_MASTER_PORT (the exchange "
+            f"is the master port + 1 unless set); if it is this job's node 0 started with another job id, start it "
+            f"again with this node's, NODEWEAVE_JOB_ID={mine}")
 
 
 def _await_verdict(channel, listener, token, deadline, clock):

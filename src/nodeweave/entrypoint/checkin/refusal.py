@@ -26,7 +26,7 @@ def _where(settings):
     from ..detection.host import host_networking
     from ..detection.kube import read_kube
     from ..model import Topology, Value
-    from ..planning.sources import Scene, collect
+    from ..planning.sources import Scene, collect, member_name
     from ..detection.sysfs import Root
     from ..planning.topology import DEFAULT_PORT, choose_master
 
@@ -40,7 +40,7 @@ def _where(settings):
     prefix = next((c.value for c in claims.get("prefix", ())), None)
     master, _ = choose_master(scene, claims, prefix, 2, [], [])
     if prefix and _loopback(master):  # refused for that very address: node 0 is <name>-0 (compose, StatefulSet)
-        master = f"{prefix}-0"
+        master = member_name(prefix, 0, scene.ordinal_width)
     ports = [c.value for c in claims.get("master_port", ())]
     port = int(ports[0]) if ports and str(ports[0]).isdigit() else DEFAULT_PORT
     topo = Topology(master_port=Value(value=port, source="refusal"))

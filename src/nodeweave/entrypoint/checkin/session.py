@@ -207,13 +207,14 @@ def _missing(settings, plan):
     from ..detection.host import in_kubernetes
     from ..detection.kube import pod_phase
     from ..detection.sysfs import Root
-    from ..planning.sources import ordinal
+    from ..planning.sources import member_name, ordinal, ordinal_width
 
     root = Root(settings.sysroot)
     prefix, _ = ordinal(plan.node.hostname)
     if not prefix or not in_kubernetes(root, settings.env):
         return None
-    return lambda rank: pod_phase(root, settings.env, f"{prefix}-{rank}")
+    width = ordinal_width(plan.node.hostname)
+    return lambda rank: pod_phase(root, settings.env, member_name(prefix, rank, width))
 
 
 class CheckIn:

@@ -35,7 +35,7 @@ def is_reserved(name: str) -> bool:
     The one rule for every place a variable is taken (the spec's ``env:``, ``run -e``, ``exec -e``,
     ``--sweep``), so no spelling slips past one of them.
     """
-    if name.startswith("NODEWEAVE_"):
+    if name.upper().startswith("NODEWEAVE_"):  # nodeweave_recovery too: the prefix in any case (walk18b B12)
         return name not in USER_NODEWEAVE_ENV
     return name in RESERVED_ENV or name in TORCHRUN_ENV or name in LAUNCHER_ENV
 
@@ -67,6 +67,8 @@ def instead(name: str) -> str:
 
         if meant in OUTPUT_MEANT:  # near a name only set for the ranks: what to do instead (walk15b B7)
             return OUTPUT_MEANT[meant]
+        if meant in USER_NODEWEAVE_ENV:  # the one a user sets: its own spelling, nothing else to set instead
+            return f"did you mean {meant}? (the one NODEWEAVE_* variable a user sets)"
         then = instead(meant.split(" ")[0]) if meant.split(" ")[0] in _known() else ""
         return f"did you mean {meant}? {then}" if then else f"did you mean {meant}?"
     row = next((row for row in SETTINGS if row.variable == name), None)
@@ -96,7 +98,7 @@ def unknown_meant(name: str):
     so a typo given to ``-e`` or the spec's ``env:`` is called a typo there as well, never "nodeweave sets it"."""
     from .variables import unknown_variables
 
-    found = unknown_variables({name: ""}) if name.startswith("NODEWEAVE_") else []
+    found = unknown_variables({name: ""}) if name.upper().startswith("NODEWEAVE_") else []
     return (found[0][1] or "") if found else None
 
 

@@ -373,6 +373,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("exclude-hcas-no-effect", None, WARNING,
          "name a device or port listed under RDMA here (mlx5_1, or mlx5_1:1), or drop the excluded port from your "
          "own NCCL_IB_HCA (or unset it: nodeweave then lists the ports without it)"),
+    Rule("slots-without-gpus", None, WARNING,
+         "make the GPUs visible in the container (--gpus all / CDI, the device plugin's GPU limit, the driver "
+         "mounted), or pass --nproc-per-node (NODEWEAVE_NPROC_PER_NODE) for CPU processes on purpose"),
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),

@@ -95,6 +95,7 @@ class Scene:
         self.empty = []  # (field, variable) a source reads that is set but empty: read as unset, and said so
         self.missing = {}  # field -> why a platform found on this node gives no value for it (said with the refusal)
         self.pod_name, self.name_source = node.hostname, "hostname"
+        self.ordinal_width = 1  # the digits of a zero-padded ordinal (trainer-03: 2), which every member's name keeps
 
 
 def _variables(scene, names, tier=ENV):
@@ -413,6 +414,19 @@ def ordinal(name):
     return None, None
 
 
+def ordinal_width(name):
+    """How many digits every member's ordinal is written with: those of a zero-padded one (``trainer-03``: 2), else
+    1 (``trainer-3``, ``trainer-12``: Kubernetes never pads). Node 0 of ``trainer-00..03`` is ``trainer-00``: a
+    master rebuilt as ``trainer-0`` is a name no host has, which every worker waits on (walk18b B6)."""
+    digits = (name or "").split(".")[0].rpartition("-")[2]
+    return len(digits) if len(digits) > 1 and digits.isdigit() and digits.startswith("0") else 1
+
+
+def member_name(prefix, index, width=1):
+    """The name of member ``index`` of the group ``<prefix>-<N>``, its ordinal written as this node's is."""
+    return f"{prefix}-{index:0{width}d}"
+
+
 def hostname_ordinal(scene):
     """``<name>-<N>``: the hostname first (an Indexed Job pod's name has a random suffix), then POD_NAME.
 
@@ -430,6 +444,7 @@ def hostname_ordinal(scene):
                            f"host's NICs ({', '.join(scene.host_net)}): host networking, so that is not a rank")
         return []
     text = f"ordinal of {scene.name_source} {scene.pod_name!r}"
+    scene.ordinal_width = ordinal_width(scene.pod_name)
     return [Claim("node_rank", number, text, HOSTNAME), Claim("prefix", prefix, text, HOSTNAME)]
 
 

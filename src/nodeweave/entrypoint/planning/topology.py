@@ -26,8 +26,8 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
-from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, refusal, said_empty, \
-    spares_forgotten
+from .sources import GPU_COUNTS, RANK_NAMES, Scene, collect, empty_platform, empty_variables, member_name, refusal, \
+    said_empty, spares_forgotten
 from .variables import inherited_output_lines, unknown_lines
 from ..world import from_a_line, node_counts, world_size
 
@@ -242,7 +242,7 @@ def discover(settings, node, root, kube, warnings=None):
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
         world_size=None if procs is None else world_size(procs), node_procs=procs, is_master=rank == 0,
-        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
+        node_names=[] if lo != hi else _names(claims, hi, prefix, scene.ordinal_width), job_id=job_id, notes=notes, platform=platform,
     )
 
 
@@ -296,6 +296,12 @@ def _processes(nproc, claim, node, warnings):
                             f"would run {nproc} CPU processes on gloo; make the GPUs visible in the container (--gpus "
                             "all / CDI, the device plugin's GPU limit, the driver mounted), or pass "
                             "--nproc-per-node for CPU processes on purpose")
+    if claim.origin is not None and claim.origin.name == "hostfile" and not (gpus and gpus.count):
+        # a hostfile's slots=N: DeepSpeed's GPUs per host, as the platforms' counts above are; an MPI hostfile's
+        # may be CPU slots on purpose, so said, not refused (walk18b B15: 8 CPU processes on gloo, silently)
+        emit(warnings, "slots-without-gpus", f"{claim.source} is {nproc}, DeepSpeed's GPUs per host, but this node "
+             f"sees no GPU: the job would run {nproc} CPU processes on gloo; make the GPUs visible in the container, "
+             "or pass --nproc-per-node for CPU processes on purpose")
     if gpus and gpus.count and nproc > gpus.count:
         raise TopologyError(f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s) "
                             "here (what CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and the devices leave): ranks would "
@@ -360,13 +366,13 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
     if prefix is not None:
         service = scene.settings.get("service")
         if not service:
-            return f"{prefix}-0", f"pod/host 0 of {prefix!r} (no Service: compose or local)"
+            return member_name(prefix, 0, scene.ordinal_width), f"pod/host 0 of {prefix!r} (no Service: compose or local)"
         ns, ns_src = scene.kube_facts.namespace, scene.kube_facts.namespace_source
-        pod = _pod_0(scene, prefix)
+        pod, pod_0 = _pod_0(scene, prefix), member_name(prefix, 0, scene.ordinal_width)
         if not ns:
-            return f"{prefix}-0.{service}", f"{pod} behind Service {service!r}"
+            return f"{pod_0}.{service}", f"{pod} behind Service {service!r}"
         domain, domain_src = cluster_domain(scene.settings, scene.kube_facts)
-        return (f"{prefix}-0.{service}.{ns}.svc.{domain}",
+        return (f"{pod_0}.{service}.{ns}.svc.{domain}",
                 f"{pod} behind Service {service!r} (namespace from {ns_src}; cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
@@ -397,9 +403,9 @@ def cluster_domain(settings, kube):
     return "cluster.local", "default cluster.local: no svc.<domain> in /etc/resolv.conf's search list"
 
 
-def _names(claims, hi, prefix):
+def _names(claims, hi, prefix, width):
     """Every node's name in rank order: the strongest host list of the right length, else <prefix>-<i>."""
     for claim in claims.get("hosts", ()):
         if len(claim.value) == hi:
             return list(claim.value)
-    return [f"{prefix}-{i}" for i in range(hi)] if prefix else consistency.placeholder_names(hi)
+    return [member_name(prefix, i, width) for i in range(hi)] if prefix else consistency.placeholder_names(hi)

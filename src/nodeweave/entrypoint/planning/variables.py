@@ -118,12 +118,18 @@ def inherited_output_lines(env):
 
 
 def unknown_variables(env, read_here=None):
-    """``(name, nearest known name or None)`` for each NODEWEAVE_* name in ``env`` that nodeweave neither reads
-    nor sets, sorted; a name near one of ``read_here`` (the calling program's own) is that one (walk16a A15:
+    """``(name, nearest known name or None)`` for each NODEWEAVE_* name in ``env`` (in any case) that nodeweave
+    neither reads nor sets, sorted; a name near one of ``read_here`` (the calling program's own) is that one (walk16a A15:
     the CLI's NODEWEAVE_RECORD was offered the nodes' NODEWEAVE_RECOVERY, not its own NODEWEAVE_PLAN_RECORD)."""
     found = []
     for name in sorted(env):
-        if not name.startswith(PREFIX) or name in KNOWN or name in DEVELOPMENT or name.startswith(DEVELOPMENT_PREFIX):
+        upper = name.upper()  # nodeweave_recovery (a .env file, a YAML env: list typed in lower case) is as
+        if not upper.startswith(PREFIX):  # ignored as a misspelt NODEWEAVE_ name: recovery silently off (walk18b B12)
+            continue
+        if upper != name and (upper in KNOWN or upper in DEVELOPMENT):
+            found.append((name, upper))
+            continue
+        if name in KNOWN or name in DEVELOPMENT or upper.startswith(DEVELOPMENT_PREFIX):
             continue
         import difflib  # only for a name to suggest for: it imports re, which the start-up path does without
 
@@ -132,9 +138,9 @@ def unknown_variables(env, read_here=None):
         # the nearest being one, unknown_lines and reserved.instead say OUTPUT_MEANT's remedy, never "did you mean"
         known = sorted(known[len(PREFIX):] for known in KNOWN)
         own = sorted(known[len(PREFIX):] for known in read_here or ())
-        stems = (difflib.get_close_matches(name[len(PREFIX):], own, n=1, cutoff=0.6)  # the shared prefix is no
-                 or difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6))  # likeness
-        found.append((name, _aliases().get(name) or (PREFIX + stems[0] if stems else None)))
+        stems = (difflib.get_close_matches(upper[len(PREFIX):], own, n=1, cutoff=0.6)  # the shared prefix is no
+                 or difflib.get_close_matches(upper[len(PREFIX):], known, n=1, cutoff=0.6))  # likeness
+        found.append((name, _aliases().get(upper) or (PREFIX + stems[0] if stems else None)))
     return found
 
 

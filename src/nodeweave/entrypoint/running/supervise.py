@@ -157,7 +157,10 @@ def stops_said():
 
     for name in STOPPING:
         sig = getattr(_signal, name)
-        if _signal.getsignal(sig) != _signal.SIG_IGN:  # ignored by whoever started it (nohup, a shell's `&`): kept so
+        # SIGHUP ignored by nohup stays ignored: surviving the terminal's hangup is what it asked. SIGINT and SIGQUIT
+        # ignored by a script's `&` (pdsh, an ssh loop) are handled all the same: the launch forwards them anyway,
+        # and the documented `kill -INT PID` did nothing during the check-in wait only (walk18b B18)
+        if name != "SIGHUP" or _signal.getsignal(sig) != _signal.SIG_IGN:
             _signal.signal(sig, stop_waiting)
 
 
