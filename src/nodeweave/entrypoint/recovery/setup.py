@@ -307,12 +307,41 @@ def keep(settings, topo, book):
     paths = [os.path.join(job_dir_of(settings.env, topo), RECORD)]
     if settings.get("run_id"):
         paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
-    data = book.to_json()
+    data = dict(book.to_json(), launch=this_launch(settings))
     for path in paths:
         try:
             write_json(path, data)
         except OSError:
             pass  # a record for later reading; the job does not depend on it
+
+
+def this_launch(settings):
+    """What tells this start's launch from another's (``Generations.ended_before``): the command, launcher and
+    checkpoint folder it was started with, and the container it runs in (``host.container_key``: None on a bare
+    host, where nothing restarts an entrypoint). Kept beside the book as ``launch``."""
+    from ..detection.host import container_key
+
+    return {"command": list(settings.command), "launcher": settings.get("launcher"),
+            "checkpoint_dir": settings.get("checkpoint_dir"), "container": container_key(settings.sysroot)}
+
+
+def kept_launch(settings, topo):
+    """The ``launch`` (:func:`this_launch`) kept with the job's book, or None (an older nodeweave kept none)."""
+    data = _kept(settings, topo)
+    launch = data.get("launch") if isinstance(data, dict) else None
+    return launch if isinstance(launch, dict) else None
+
+
+def _kept(settings, topo):
+    import json
+
+    from ..running.runstate import job_dir_of
+
+    try:
+        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def last_book(settings, topo):
@@ -321,16 +350,9 @@ def last_book(settings, topo):
     in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
     (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
     (docs/recovery.md)."""
-    import json
-
-    from ..running.runstate import job_dir_of
     from .book import Book
 
-    try:
-        with open(os.path.join(job_dir_of(settings.env, topo), RECORD)) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
+    data = _kept(settings, topo)
     if not isinstance(data, dict):
         return None
     try:
