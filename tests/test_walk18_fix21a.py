@@ -79,3 +79,21 @@ def test_a_new_launch_after_a_job_ended_starts_anew_and_only_a_restart_of_its_co
     assert code == 10 and "delete the pod" in said and "nodeweave up" not in said, said
     record = json.loads((tmp_path / "nodeweave" / "jobs" / "nodeweave-29500" / "recovery.json").read_text())
     assert record["launch"]["command"] == ["train.py", "--stepz", "5"], record
+
+
+def test_a_spare_never_left_out_takes_a_place_before_a_node_left_out_once_and_the_line_says_so():
+    """B14: generation 1 trained on nodes 0, 2 with spare 3 (node 1 left out once); node 2 failed, and node 1 was
+    taken back ahead of spare 3, which never failed, with no word of the order."""
+    limits = Limits(2, 2, 5, 0)
+    book = decide.after_fault(decide.first({0, 1, 2, 3}, limits), NodeId(1), "node 1: its launcher failed",
+                              {0, 1, 2, 3}, None, limits)
+    assert (book.members, book.spares) == ((0, 2), (3,)), book
+    book = decide.after_fault(book, NodeId(2), "node 2: its launcher failed", {0, 1, 3}, None, limits)
+    assert (book.members, book.spares) == ((0, 3), (1,)), book
+    from nodeweave.entrypoint.recovery.hub import once_out
+
+    assert once_out(book, book.spares) == (" (1 left out before: a place goes to a spare never left out first, then "
+                                           "to a node left out once)")
+    assert once_out(book, book.members) == ""
+    book = decide.after_fault(book, NodeId(3), "node 3: its launcher failed", {0, 1}, None, limits)
+    assert (book.members, book.spares) == ((0, 1), ()), book  # no spare never left out waits: node 1 trains

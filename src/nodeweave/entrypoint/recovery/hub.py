@@ -258,7 +258,8 @@ class HubSide:
             peer.role = book.role_of(peer.fp.get("rank")).value
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
-                     f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
+                     f"{listed(book.members)}{once_out(book, book.members)}; spare(s) "
+                     f"{listed(book.spares) or 'none'}{once_out(book, book.spares)}"
                      + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else
                         f"; nothing to resume from: {nothing_to_resume(self.config.folder, book.saves_before)}: "
                         "starting from scratch" if book.generation and self.config.folder else ""))
@@ -356,6 +357,16 @@ def ahead(peer, book, running=False):
     if book.trains(peer.fp.get("rank")):
         return True
     return peer.fp.get("generation", 0) > book.generation and not running
+
+
+def once_out(book, nodes):
+    """What the generation line adds of ``nodes`` left out once before: a place goes to a waiting node never left
+    out first (``decide._fill``), so one of them trains only when no such spare waited (walk18b B14)."""
+    back = [n for n in nodes if book.left_out.get(n)]
+    if not back:
+        return ""
+    return (f" ({listed(back)} left out before: a place goes to a spare never left out first, then to a node left "
+            "out once)")
 
 
 def listed(ranks):
