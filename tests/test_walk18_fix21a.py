@@ -97,3 +97,30 @@ def test_a_spare_never_left_out_takes_a_place_before_a_node_left_out_once_and_th
     assert once_out(book, book.members) == ""
     book = decide.after_fault(book, NodeId(3), "node 3: its launcher failed", {0, 1}, None, limits)
     assert (book.members, book.spares) == ((0, 1), ()), book  # no spare never left out waits: node 1 trains
+
+
+def test_generation_0_starts_once_its_training_nodes_are_in_and_a_missing_spare_costs_seconds(tmp_path):
+    """B17: with 2 training nodes in and the spare never started, node 0 waited the whole wait_timeout (600 s by
+    default) before generation 0 started, every GPU idle, and /metrics had no nodeweave_node_up row for the nodes
+    in meanwhile."""
+    import time
+
+    from test_walk13_fix13a import _end, _get, _job, _series, _until
+
+    start, metrics = _job(tmp_path, 2, spares=1)  # wait_timeout 120 s
+    began = time.monotonic()
+    procs = [start(0), start(1)]
+    try:
+        _until(metrics, lambda doc: doc.get("phase") == "gathering" and doc["waiting"]["checked_in"] == 2,
+               what="node 0's picture with node 1 in")
+        up = {labels: value for labels, value in _series(_get(metrics, "/metrics"), "nodeweave_node_up").items()}
+        rows = sorted((label.split('node="')[1].split('"')[0], label.split('state="')[1].split('"')[0], value)
+                      for label, value in up.items())
+        assert rows == [("0", "gathering", 1.0), ("1", "checked in", 1.0), ("2", "missing", 0.0)], up
+        _until(metrics, lambda doc: doc.get("phase") == "running", limit=60, what="generation 0 without the spare")
+        assert time.monotonic() - began < 60
+    finally:
+        ended = _end(tmp_path, procs)
+    assert [code for code, _ in ended] == [0, 0], ended
+    assert "spare(s) 2 have not checked in within" in ended[0][1] and "after the training nodes were in: the job " \
+        "starts without them" in ended[0][1], ended[0][1]

@@ -17,6 +17,7 @@ from .setup import newest_checkpoint, saves_before, user_stopped
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
 RETURN_SETTLE_S = 10  # node 0 back in a running job: the nodes still alive check in again within this
+SPARE_WAIT_S = 10     # generation 0, its training nodes in: node 0 waits at most this long more for its spares
 
 
 def hub_loop(gens):
@@ -180,12 +181,19 @@ class HubSide:
 
         info = self.plan.exchange
         started = time.monotonic()
+        spares_wait = "by the check-in deadline"
         if book is None:
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
             # every node the job counts on stays a row of what it shows, a spare never checked in too (walk17b B10)
             hub.expected = {node: "spare" if node >= self.config.slots else "member" for node in range(needed)}
             deadline = self.checkin.started + info["deadline_s"]
-            refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub))
+            refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub) or self._trainers_in(hub))
+            if not refused and not returned(hub) and len(hub.peers) + 1 < needed and time.monotonic() < deadline:
+                # the training nodes are in, a spare is not: it is not worth every GPU idle until the deadline
+                # (walk18b B17); one that comes later checks in as a late spare (``decide.joined``)
+                spares_by = min(deadline, time.monotonic() + SPARE_WAIT_S)
+                spares_wait = f"within {spares_by - time.monotonic():.0f}s after the training nodes were in"
+                hub.gather(needed, spares_by, early=lambda: returned(hub))
             if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
                 settle = min(deadline, time.monotonic() + RETURN_SETTLE_S)  # at once, so wait less
                 kept = kept_book(hub)
@@ -210,7 +218,7 @@ class HubSide:
             came = {0} | {peer.fp.get("rank") for peer in hub.peers}
             late = [node for node in range(self.config.slots, self.config.nodes) if node not in came]
             if late and all(node in came for node in range(self.config.slots)):
-                self.log(f"recovery: spare(s) {listed(late)} have not checked in by the deadline: the job starts "
+                self.log(f"recovery: spare(s) {listed(late)} have not checked in {spares_wait}: the job starts "
                          "without them; each joins as a spare when it comes")
         # node 0 come back to a running job (no book yet) is the newcomer: its settings are not the job's (B10)
         aside = self.checkin.unreachable(apart=book is not None) if regather else {}
@@ -238,6 +246,11 @@ class HubSide:
             hub.close()
             raise refusal_error(verdict)
         return verdict, unreachable
+
+    def _trainers_in(self, hub):
+        """Generation 0's training nodes (identities 0..slots-1) are all in."""
+        came = {0} | {peer.fp.get("rank") for peer in hub.peers}
+        return all(node in came for node in range(self.config.slots))
 
     def _regather(self, expected, deadline):
         missing = self.checkin.gather(len(expected) + 1, deadline, wanted=expected)
