@@ -103,8 +103,13 @@ def test_a_stopped_record_from_before_issue_41_still_ends_a_restarted_container(
     book = last_book(settings, topo)
     assert book.why == {} and book.ended.startswith("restart budget spent") and book.code == EXIT_GAVE_UP
     assert book.history[0].cause is Cause.UNKNOWN and book.role_of(1) is Role.OUT_FOR_GOOD
+    plan = plan_node(settings, partial=True)
+    tree = tmp_path / "root" / "proc" / "self"  # in a container: its /etc/hostname is the engine's bind mount
+    tree.mkdir(parents=True)
+    (tree / "mountinfo").write_text("9 1 0:1 /var/lib/docker/containers/c1/hostname /etc/hostname rw - ext4 sda rw\n")
+    settings.sysroot = str(tmp_path / "root")
     said = []
-    assert Generations(settings, said.append).ended_before(plan_node(settings, partial=True)) == EXIT_GAVE_UP
+    assert Generations(settings, said.append).ended_before(plan) == EXIT_GAVE_UP
     assert "this container's job already ended (exit 8: restart budget spent" in said[0]
 
 

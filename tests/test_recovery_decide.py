@@ -66,8 +66,10 @@ def test_a_node_left_out_twice_is_never_taken_back():
     book = first({0, 1, 2, 3}, lim)
     book = after_fault(book, 1, "node 1: crashed", {0, 1, 2, 3}, 5, lim)    # 2 in, 1 out
     assert book.members == (0, 2) and book.spares == (3,)
-    book = after_fault(book, 2, "node 2: crashed", {0, 1, 2, 3}, 10, lim)   # 1 may come back: a spare again
-    assert book.members == (0, 1) and book.spares == (3,)
+    book = after_fault(book, 2, "node 2: crashed", {0, 1, 2, 3}, 10, lim)   # 1 may come back: a spare again,
+    assert book.members == (0, 3) and book.spares == (1,)                   # after the one never left out
+    book = after_fault(book, 3, "node 3: crashed", {0, 1, 2, 3}, 12, lim)   # 1 and 2 left out once: 1 first
+    assert book.members == (0, 1) and book.spares == (2,)
     book = after_fault(book, 1, "node 1: crashed again", {0, 1, 2, 3}, 15, lim)
     assert book.members == (0, 2) and book.spares == (3,) and role(book, 1) == "out for good"
     book = after_fault(book, 2, "node 2: crashed again", {0, 1, 2, 3}, 20, lim)

@@ -26,6 +26,17 @@ def _keep(tmp_path, book):
     (folder / "recovery.json").write_text(json.dumps(book.to_json()))
 
 
+def _in_a_container(settings, tmp_path):
+    """``settings`` as read in a container (its /etc/hostname bind-mounted from the engine's folder): a restart of
+    it, with the same command, finds its book (walk18b B10: on a bare host a start is a new launch)."""
+    tree = tmp_path / "root"
+    (tree / "proc" / "self").mkdir(parents=True, exist_ok=True)
+    (tree / "proc" / "self" / "mountinfo").write_text(
+        "1012 1000 259:1 /var/lib/docker/containers/c1/hostname /etc/hostname rw - ext4 /dev/sda1 rw\n")
+    settings.sysroot = str(tree)
+    return settings
+
+
 def _running():
     return decide.kept_by(decide.first({0, 1}, Limits(2, 2, 5, 3)), NodeId(1))
 
@@ -38,6 +49,7 @@ def test_a_restart_after_the_job_ended_well_or_on_purpose_does_not_start_it_agai
 
     settings = _settings(tmp_path)
     plan = plan_node(settings, partial=True)
+    _in_a_container(settings, tmp_path)
     ends = [(decide.closed(_running(), 0, 1.0), 0),
             (decide.closed(_running(), 5, 1.0, "node 0 (vm) was stopped (SIGINT, Ctrl-C) on purpose"), 5)]
     for book, code in ends:
@@ -49,7 +61,7 @@ def test_a_restart_after_the_job_ended_well_or_on_purpose_does_not_start_it_agai
 
     waited = []
     monkeypatch.setattr(generations, "wait_for_stop", lambda: waited.append(1))
-    pod = _settings(tmp_path, KUBERNETES_SERVICE_HOST="10.0.0.1")
+    pod = _in_a_container(_settings(tmp_path, KUBERNETES_SERVICE_HOST="10.0.0.1"), tmp_path)
     said = []
     assert Generations(pod, said.append).ended_before(plan) == 5 and waited == [1]  # Always: idle, not a loop
     assert "waiting idle for this pod's stop" in said[0]

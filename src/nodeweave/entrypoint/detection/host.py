@@ -42,6 +42,25 @@ def in_container(root, env):
     return any(root.exists(marker) for marker in CONTAINER_MARKERS) or in_kubernetes(root, env)
 
 
+def container_key(sysroot="/"):
+    """What names this container across its restarts, or None on a bare host: the source of its ``/etc/hostname``
+    (field 4 of its /proc/self/mountinfo line), which docker and podman bind-mount from the container's own folder
+    (``.../containers/<id>/hostname``) and a pod's runtime from the pod's sandbox: the same after a restart by the
+    engine or the kubelet, another for a recreated container or pod. A bare host mounts none there."""
+    from ..bounded import MIB, read_text
+
+    try:
+        text = read_text(os.path.join(sysroot or "/", "proc/self/mountinfo"), 16 * MIB, "the mount table",
+                         errors="replace")
+    except (OSError, ValueError):
+        return None
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4 and fields[4] == "/etc/hostname":
+            return fields[3]
+    return None
+
+
 def host_networking(node):
     """Device-backed interfaces (PCI, virtio, ...): the container shares the host's network.
 

@@ -119,9 +119,16 @@ def families(live, now=None):
                     ("beat", job, node, host), dict(base, node=node, host=host)), age))
             ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
                 ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)), up))
+    elif checkin and live.hub is not None:  # node 0's first gather: the nodes in are up already (walk18b B17)
+        roles = dict(getattr(live.hub, "expected", None) or {})
+        for row in checkin_nodes(live.hub, checkin):
+            missing = row["state"] == NOT_IN
+            ups.append((dict(base, node=str(row["node"]), host=row["host"], state="missing" if missing else
+                             row["state"], role=row["role"] or roles.get(row["node"], "member")), 0 if missing else 1))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating, 0 once it ended or recovery "
-           "left it out and it is not back (state lost or stopped) or it never checked in (state missing); one "
+           "left it out and it is not back (state lost or stopped) or it never checked in (state missing); while node "
+           "0 first gathers, 1 for each node in (state gathering: node 0; checked in); one "
            "series per node, its state and role as labels.", ups)
 
     # --- ranks: the stall watch's views ---

@@ -139,10 +139,12 @@ def _progress(book, step, limit):
     return Progress(max(1, limit), list(book.steps)).record(step)
 
 
-def _fill(old, available, slots):
-    """The next members: the old ones still available keep their positions, spares take the vacant ones
-    (lowest identity first); an elastic job short of spares closes the gaps."""
-    pool = sorted(n for n in available if n not in old)
+def _fill(old, available, slots, left_out):
+    """The next members: the old ones still available keep their positions, waiting nodes take the vacant ones,
+    those never left out first, then those left out once (``left_out``: identity -> times), lowest identity first
+    within each (walk18b B14: a node whose rank crashed a generation ago was taken ahead of a spare that never
+    failed, and a second fault puts it out for good); an elastic job short of spares closes the gaps."""
+    pool = sorted((n for n in available if n not in old), key=lambda n: (left_out.get(n, 0), n))
     members = []
     for node in old:
         if node in available:
@@ -177,7 +179,7 @@ def after_fault(book, culprit, why, present, step, limits):
         return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict(limits.folder)} (no-progress brake {limits.no_progress}: "
                      f"{limits.said('no_progress_restarts', 'recovery.no_progress_restarts')}); the last fault: {why}")
     available = set(present) - book.for_good - ({culprit} if culprit is not None else set())
-    members, spares = _fill(book.members, available, limits.slots)
+    members, spares = _fill(book.members, available, limits.slots, book.left_out)
     if len(members) < limits.minimum:
         need = f"{limits.minimum} node(s)" + (" (the elastic minimum)" if limits.minimum < limits.slots else "")
         return _stop(book, EXIT_GAVE_UP, f"{why}; no spare takes its place and the job needs {need}, "

@@ -153,15 +153,18 @@ class Generations:
 
     def ended_before(self, plan):
         """The exit code of a job that already ended in this container (its kept book closed: done, stopped on
-        purpose, or given up), or None: a restart does not start it again over the same checkpoints.
+        purpose, or given up) when a restart brought the container back, or None: a restart does not start it
+        again over the same checkpoints, a new launch starts anew.
 
         The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
         node comes back), the StatefulSet's kubelet on any exit (``restartPolicy: Always``): a job that finished,
         was stopped on purpose or gave up must not start again as a new one, which would retrain over the
         finished run's saves and only loop (walk17b B15). An end that left the job going (``rejoin``: this node's
         eviction, node 0 gone) checks in again. A ``nodeweave run`` (a run id) is a new job the user asked for;
-        so is a start after the book was removed. A job that finished or was stopped, in a pod, then waits idle for
-        the pod's stop: any exit would start it again (a job that gave up exits with its code, a failure the
+        so is a start after the book was removed, and any start :meth:`_new_launch` tells from a restart (walk18b
+        B10, B11, B20: on a bare host or under Slurm /tmp outlives the job, and every later job of the same id
+        and port was skipped, exit 0). A job that finished or was stopped, in a pod, then waits idle for the
+        pod's stop: any exit would start it again (a job that gave up exits with its code, a failure the
         kubelet's back-off shows)."""
         book = last_book(self.settings, plan.topology)  # this job's book, never another's beside it (walk10 B8)
         if self.settings.get("run_id") or not book or not book.decision.ended or book.rejoin:
@@ -172,18 +175,52 @@ class Generations:
         from .setup import RECORD
 
         record = os.path.join(job_dir_of(self.settings.env, plan.topology), RECORD)
+        new = self._new_launch(plan)
+        if new:
+            self.log(f"recovery: {record} is of a launch of job {plan.topology.job_id} that ended (exit {code}: "
+                     f"{ended}); this start is a new launch, not a restart ({new}): the job starts anew")
+            return None
         from ..detection.host import in_kubernetes
         from ..detection.sysfs import Root
 
-        pod = book.decision is not Decision.STOP and in_kubernetes(Root(self.settings.sysroot), self.settings.env)
+        pod = in_kubernetes(Root(self.settings.sysroot), self.settings.env)
+        anew = ("delete the pod (its StatefulSet makes a new one)" if pod else "recreate the containers (nodeweave up)")
+        idle = pod and book.decision is not Decision.STOP
         self.log(f"recovery: this container's job already ended (exit {code}: {ended}); a restart brought "
-                 "it back: not starting it again. Recreate the containers (nodeweave up), or remove "
-                 f"{record}, to start the job anew"
+                 f"it back (the same container, the same command): not starting it again. To start the job anew: "
+                 f"{anew}, start it with `nodeweave run` (a run id), or remove {record}"
                  + ("; waiting idle for this pod's stop (its restartPolicy Always would start it again at any "
-                    "exit)" if pod else ""))
-        if pod:
+                    "exit)" if idle else ""))
+        if idle:
             wait_for_stop()
         return code
+
+    def _new_launch(self, plan):
+        """Why this start is a new launch rather than a restart of the container whose job ended, in words, or
+        None (docs/recovery.md "Restart policies"): only a container engine or the kubelet restarts an
+        entrypoint, in the same container (``host.container_key``) with the same command, launcher and
+        checkpoint folder. A bare host (no container) restarts nothing, nor does Slurm (a requeue is a new
+        launch); a recreated container, another command or folder is a new launch. A record an older nodeweave
+        kept (no ``launch``) in a container is taken as a restart's, as before."""
+        from .setup import kept_launch, this_launch
+
+        now = this_launch(self.settings)
+        if self.settings.env.get("SLURM_JOB_ID"):
+            return "a Slurm task: Slurm restarts none, a requeue is a new launch"
+        if now["container"] is None:
+            return "no container: nothing restarts an entrypoint on a bare host"
+        then = kept_launch(self.settings, plan.topology)
+        if then is None:
+            return None
+        if then.get("container") != now["container"]:
+            return "another container: the containers were recreated"
+        said = {"command": "the command", "launcher": "the launcher", "checkpoint_dir": "the checkpoint folder"}
+        for key, what in said.items():
+            if then.get(key) != now[key]:
+                was = " ".join(then[key]) if key == "command" and isinstance(then.get(key), list) else then.get(key)
+                return f"{what} differs: {was or 'none'} then, " \
+                       f"{' '.join(now[key]) if key == 'command' else now[key] or 'none'} now"
+        return None
 
     def _generation_plan(self, book, verdict):
         """This node's plan for the book's generation: its rank among the members, their count, the master."""

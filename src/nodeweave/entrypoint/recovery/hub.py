@@ -17,6 +17,7 @@ from .setup import newest_checkpoint, saves_before, user_stopped
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
 RETURN_SETTLE_S = 10  # node 0 back in a running job: the nodes still alive check in again within this
+SPARE_WAIT_S = 10     # generation 0, its training nodes in: node 0 waits at most this long more for its spares
 
 
 def hub_loop(gens):
@@ -183,12 +184,19 @@ class HubSide:
         # the seconds its verdict line says: the job's start for the first check-in (node 0 opened its port then),
         # this regather's own start for a later one, never the job's life up to it (walk18b B13: 48.52s)
         self.gathered_from = self.checkin.started if book is None else started
+        spares_wait = "by the check-in deadline"
         if book is None:
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
             # every node the job counts on stays a row of what it shows, a spare never checked in too (walk17b B10)
             hub.expected = {node: "spare" if node >= self.config.slots else "member" for node in range(needed)}
             deadline = self.checkin.started + info["deadline_s"]
-            refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub))
+            refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub) or self._trainers_in(hub))
+            if not refused and not returned(hub) and len(hub.peers) + 1 < needed and time.monotonic() < deadline:
+                # the training nodes are in, a spare is not: it is not worth every GPU idle until the deadline
+                # (walk18b B17); one that comes later checks in as a late spare (``decide.joined``)
+                spares_by = min(deadline, time.monotonic() + SPARE_WAIT_S)
+                spares_wait = f"within {spares_by - time.monotonic():.0f}s after the training nodes were in"
+                hub.gather(needed, spares_by, early=lambda: returned(hub))
             if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
                 settle = min(deadline, time.monotonic() + RETURN_SETTLE_S)  # at once, so wait less
                 kept = kept_book(hub)
@@ -213,7 +221,7 @@ class HubSide:
             came = {0} | {peer.fp.get("rank") for peer in hub.peers}
             late = [node for node in range(self.config.slots, self.config.nodes) if node not in came]
             if late and all(node in came for node in range(self.config.slots)):
-                self.log(f"recovery: spare(s) {listed(late)} have not checked in by the deadline: the job starts "
+                self.log(f"recovery: spare(s) {listed(late)} have not checked in {spares_wait}: the job starts "
                          "without them; each joins as a spare when it comes")
         # node 0 come back to a running job (no book yet) is the newcomer: its settings are not the job's (B10)
         aside = self.checkin.unreachable(apart=book is not None) if regather else {}
@@ -242,6 +250,11 @@ class HubSide:
             raise refusal_error(verdict)
         return verdict, unreachable
 
+    def _trainers_in(self, hub):
+        """Generation 0's training nodes (identities 0..slots-1) are all in."""
+        came = {0} | {peer.fp.get("rank") for peer in hub.peers}
+        return all(node in came for node in range(self.config.slots))
+
     def _regather(self, expected, deadline):
         missing = self.checkin.gather(len(expected) + 1, deadline, wanted=expected)
         if missing:
@@ -261,7 +274,8 @@ class HubSide:
             peer.role = book.role_of(peer.fp.get("rank")).value
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
-                     f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
+                     f"{listed(book.members)}{once_out(book, book.members)}; spare(s) "
+                     f"{listed(book.spares) or 'none'}{once_out(book, book.spares)}"
                      + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else
                         f"; nothing to resume from: {nothing_to_resume(self.config.folder, book.saves_before)}: "
                         "starting from scratch" if book.generation and self.config.folder else ""))
@@ -359,6 +373,16 @@ def ahead(peer, book, running=False):
     if book.trains(peer.fp.get("rank")):
         return True
     return peer.fp.get("generation", 0) > book.generation and not running
+
+
+def once_out(book, nodes):
+    """What the generation line adds of ``nodes`` left out once before: a place goes to a waiting node never left
+    out first (``decide._fill``), so one of them trains only when no such spare waited (walk18b B14)."""
+    back = [n for n in nodes if book.left_out.get(n)]
+    if not back:
+        return ""
+    return (f" ({listed(back)} left out before: a place goes to a spare never left out first, then to a node left "
+            "out once)")
 
 
 def listed(ranks):

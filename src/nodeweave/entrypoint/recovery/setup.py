@@ -331,7 +331,7 @@ def keep(settings, topo, book):
     paths = [os.path.join(job_dir_of(settings.env, topo), RECORD)]
     if settings.get("run_id"):
         paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
-    data = book.to_json()
+    data = dict(book.to_json(), launch=this_launch(settings))
     for path in paths:
         try:
             write_json(path, data)
@@ -339,26 +339,49 @@ def keep(settings, topo, book):
             pass  # a record for later reading; the job does not depend on it
 
 
-def last_book(settings, topo):
-    """The recovery record this node kept last for the job of ``topo`` (node 0's book, a worker's copy, in
-    ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
-    in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
-    (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
-    (docs/recovery.md). With a run id (``nodeweave run``, ``--run-id``), that run's own book (``keep`` writes it
-    in the run's folder too): the job folder's may be an earlier run's, and ``--explain --run-id X`` plans run X
-    (note18: it planned the first layout, the book of that run ignored)."""
+def this_launch(settings):
+    """What tells this start's launch from another's (``Generations.ended_before``): the command, launcher and
+    checkpoint folder it was started with, and the container it runs in (``host.container_key``: None on a bare
+    host, where nothing restarts an entrypoint). Kept beside the book as ``launch``."""
+    from ..detection.host import container_key
+
+    return {"command": list(settings.command), "launcher": settings.get("launcher"),
+            "checkpoint_dir": settings.get("checkpoint_dir"), "container": container_key(settings.sysroot)}
+
+
+def kept_launch(settings, topo):
+    """The ``launch`` (:func:`this_launch`) kept with the job's book, or None (an older nodeweave kept none)."""
+    data = _kept(settings, topo)
+    launch = data.get("launch") if isinstance(data, dict) else None
+    return launch if isinstance(launch, dict) else None
+
+
+def _kept(settings, topo):
+    """The record's JSON: with a run id (``nodeweave run``, ``--run-id``) that run's own (``keep`` writes it in the
+    run's folder too: the job folder's may be an earlier run's), else the job folder's; None where there is none."""
     import json
 
     from ..running.runstate import job_dir_of, run_dir
-    from .book import Book
 
     run_id = settings.get("run_id")
     folder = run_dir(settings.env, run_id) if run_id else job_dir_of(settings.env, topo)
     try:
         with open(os.path.join(folder, RECORD)) as f:
-            data = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def last_book(settings, topo):
+    """The recovery record this node kept last for the job of ``topo`` (node 0's book, a worker's copy, in
+    ``$TMPDIR/nodeweave/jobs/<job id>-<master port>/``) as a ``book.Book``, or None: another job's book beside it
+    in the same TMPDIR is never this one's (walk10 B8). One an older nodeweave wrote reads too
+    (``Book.from_json``); one an older nodeweave kept in ``$TMPDIR/nodeweave/`` itself is not read
+    (docs/recovery.md). With a run id, that run's own book (``_kept``): ``--explain --run-id X`` plans run X
+    (note18: it planned the first layout, the book of that run ignored)."""
+    from .book import Book
+
+    data = _kept(settings, topo)
     if not isinstance(data, dict):
         return None
     try:
