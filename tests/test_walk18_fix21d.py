@@ -35,3 +35,31 @@ def test_another_verbs_option_is_said_as_that_verbs_not_sent_after_the_dashes(pr
     assert "go after `--`" not in said
     code, out, err = run_cli(capsys, "exec", "--threshold", "3")
     assert code == 2 and "it is an option of `nodeweave check`" in flat(err), err
+
+
+# -- class 3: down, its dry run, and status while an up holds the job's lock ---------------------------------------
+HOLDER = """import sys, time
+from pathlib import Path
+from nodeweave.jobstate import hold_job
+hold_job(Path(sys.argv[1]), "proj", "up")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_down_and_status_while_up_changes_the_job_say_so(proj, capsys):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(proj)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for verb in (["down"], ["down", "--dry-run"], ["status"]):
+            code, out, err = run_cli(capsys, *verb)
+            said = flat(err)
+            assert code == 3, (verb, out, err)
+            assert f"`nodeweave up` (pid {holder.pid}, since" in said and "is changing job proj's nodes" in said, err
+            assert "nothing to take down" not in flat(out + err) and "is not up" not in said, (verb, out, err)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -243,6 +243,11 @@ def down_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
                                     extra={"--delete-claims": (delete_claims, ("kubernetes",))},
                                     judge_backend=lambda backend: backend.judge_tree())
+    from nodeweave.jobstate import refuse_while_changing
+
+    # an up of another process holding the job's lock: its nodes are not made yet, so "nothing to take down" would
+    # be said while the job comes up (walk18a A14); refused as every verb that uses the nodes is, its dry run too
+    refuse_while_changing(backend.spec_dir, spec.name, "down")
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     idle = backend.nothing_up_line()  # after a rename, only the old name's half then (walk15 A16)
@@ -321,6 +326,9 @@ def status_command(
     from nodeweave.cluster.onbackend import count_changed, spec_changed
 
     spec, backend, _ = open_cluster(spec_path, reach)
+    from nodeweave.jobstate import changing_line
+
+    changing = changing_line(backend.spec_dir, spec.name)  # what is shown is the nodes mid-change (walk18a A14)
     every = live_nodes(backend, "fingerprint") if fingerprints else backend.nodes()
     made, changed = backend.made_count(), count_changed(backend) or spec_changed(backend)
     if made is not None and made < len(every):  # a node the spec added since up is not made, not "down" (walk15 A18)
@@ -339,6 +347,7 @@ def status_command(
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
     data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
+            **({"changing": changing} if changing else {}),
             **({"renamed": renamed} if renamed else {}), **({"spec_changed": changed} if changed else {})}
     fmt = data_format(as_json, output)
     unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
@@ -356,6 +365,9 @@ def status_command(
         tell(f"note: {line}")
     if changed and any(r["up"] for r in rows):  # what the nodes do not see, as run and exec say it: nothing failed
         tell(f"note: {changed}")
+    if changing and answering:  # none answering: the error below says it
+        tell(f"note: {changing}: the nodes shown are as they stand mid-change, not what it will leave; `nodeweave "
+             "status` again once it ends")
     if answering:
         _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
                                                                   if r["up"]))
@@ -372,6 +384,8 @@ def status_command(
             raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
         from nodeweave.cluster.onbackend import runs_kept
 
+        if changing:  # not up yet, or no longer: the change decides, not "not up"
+            raise EnvironmentProblem(f"{changing}: no node answers yet ({said}); `nodeweave status` again once it ends")
         raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}{runs_kept(backend, 'status')}; "
                                  f"{start_hint('status', spec, backend.holds)}"  # the words of every verb that needs the job up
                                  + (f"; and {unreached}" if unreached else ""))
