@@ -63,3 +63,27 @@ def test_down_and_status_while_up_changes_the_job_say_so(proj, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+# -- class 4: up's guard of a run in progress asks whether this up recreates anything ------------------------------
+RUN_LINE = "run 20261201T192814Z-proj is in progress on node-0, node-1 since 19:28:16 UTC"
+
+
+@pytest.mark.parametrize("unchanged", [True, False], ids=["nothing-recreated", "recreated"])
+def test_an_up_that_recreates_nothing_leaves_the_run_alone(proj, capsys, monkeypatch, unchanged):
+    import nodeweave.cli.habits.clusteropts as clusteropts
+    import nodeweave.cluster.onbackend as onbackend
+    from nodeweave.cluster.backends.local import LocalCluster
+
+    monkeypatch.setattr(clusteropts, "first_refusal", lambda backend: None)
+    busy = f"{RUN_LINE}: {onbackend.BUSY_CONSEQUENCE['up']}; `nodeweave stop` ends it"
+    monkeypatch.setattr(onbackend, "up_over", lambda backend: (busy, backend.nodes(dry_run=True)))
+    monkeypatch.setattr(LocalCluster, "up_unchanged", lambda self, nodes, mode, image: unchanged)
+    monkeypatch.setattr(LocalCluster, "image_problem", lambda self, image: None)  # the image built
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
+    said = flat(out + err)
+    if unchanged:
+        assert code == 0 and "nothing recreated" in said and "would end with exit 3" not in said, said
+        assert f"{RUN_LINE}: nothing recreated, so it goes on" in said, said
+    else:
+        assert code == 3 and f"the real up would end with exit 3: {RUN_LINE}" in said, said

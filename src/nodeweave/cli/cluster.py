@@ -92,6 +92,9 @@ def up_command(
     busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     live = live if backend.recreates_nodes else []
     unchanged = bool(live) and not force_recreate and backend.up_unchanged(live, mode, image)
+    # the run's guard is for an up that recreates the nodes: one that recreates nothing kills nothing (walk18a A3)
+    left_running = busy if unchanged else None
+    busy = None if unchanged else busy
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
         from nodeweave.errors import EnvironmentProblem
@@ -139,7 +142,9 @@ def up_command(
         from nodeweave.plan import CommandsPhase, FilesPhase
 
         plan = replace(plan, phases=tuple(p for p in plan.phases if not isinstance(p, (FilesPhase, CommandsPhase))),
-                       notes=(*plan.notes, unchanged_line(backend, live)))
+                       notes=(*plan.notes, unchanged_line(backend, live),
+                              *([f"{_runs_said(left_running)}: nothing recreated, so it goes on"]
+                                if left_running else [])))
     elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
     # a dry run (the real up refused above): a run in progress is certain, the real exit; an image not built yet is
@@ -162,6 +167,13 @@ def up_command(
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
     _say_metrics(backend, out, training=mode == "run")
+
+
+def _runs_said(busy: str) -> str:
+    """The runs in progress of ``busy_line``'s refusal of ``up``, without its consequence."""
+    from nodeweave.cluster.onbackend import BUSY_CONSEQUENCE
+
+    return busy.split(f": {BUSY_CONSEQUENCE['up']}")[0]
 
 
 def _say_metrics(backend, out, training: bool) -> None:
