@@ -87,3 +87,51 @@ def test_an_up_that_recreates_nothing_leaves_the_run_alone(proj, capsys, monkeyp
         assert f"{RUN_LINE}: nothing recreated, so it goes on" in said, said
     else:
         assert code == 3 and f"the real up would end with exit 3: {RUN_LINE}" in said, said
+
+
+# -- class 1: the one dry-run rule: a refusal the dry run found ends it with the real exit ----------------------------
+FAKE_PODMAN = """#!/bin/sh
+# podman whose store holds no image and which knows no container; `exec` answers as a node lacking the program
+case "$*" in
+  "version --format"*) echo 5.0.0 ;;
+  "image inspect"*) echo "Error: image not known" >&2; exit 125 ;;
+  exec*) case "$*" in *nosuch*) echo 'Error: no container with name or ID "nosuch" found: no such container' >&2
+                                exit 125 ;; esac
+         echo nodeweave-lacks ;;
+  inspect*|ps*) echo "Error: no such object" >&2; exit 125 ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+def _fake_podman(folder, monkeypatch):
+    import os
+
+    bin_dir = folder / "fakebin"
+    bin_dir.mkdir()
+    for tool, text in (("podman", FAKE_PODMAN), ("podman-compose", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / tool).write_text(text)
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+
+
+@pytest.mark.parametrize("argv, code, said", [
+    (["up", "--hold", "--dry-run", "--image", "localhost/nosuch:1"], 3,
+     "the real up would end with exit 3: image localhost/nosuch:1 is not built here"),
+    (["doctor", "--cluster", "--dry-run", "--node", "podman:nosuch"], 1,
+     "the real doctor --cluster would end with exit 1: podman:nosuch: Error: no container"),
+    (["sync", "--dry-run", "--node", "podman:nosuch"], 1, "the real sync would end with exit 1: podman:nosuch"),
+    (["run", "--launcher", "command", "--dry-run", "--", "nvidia-smi"], 2,
+     "the real run would end with exit 2: launcher command execs 'nvidia-smi', but node-0's image has no nvidia-smi"),
+], ids=["up-image", "doctor-node", "sync-node", "command-program"])
+def test_a_dry_run_that_found_the_real_refusal_ends_with_its_exit(proj, capsys, monkeypatch, argv, code, said):
+    _fake_podman(proj, monkeypatch)
+    if "nvidia-smi" in argv:  # the nodes up and idle: node 0's image is asked for the program
+        import nodeweave.cluster.onbackend as onbackend
+
+        monkeypatch.setattr(onbackend, "down_line", lambda *a, **k: None)
+        monkeypatch.setattr(onbackend, "busy_line", lambda *a, **k: None)
+    got, out, err = run_cli(capsys, *argv)
+    assert said in flat(out + err), out + err
+    assert got == code, out + err
