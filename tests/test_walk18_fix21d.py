@@ -117,14 +117,12 @@ def _fake_podman(folder, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, code, said", [
-    (["up", "--hold", "--dry-run", "--image", "localhost/nosuch:1"], 3,
-     "the real up would end with exit 3: image localhost/nosuch:1 is not built here"),
     (["doctor", "--cluster", "--dry-run", "--node", "podman:nosuch"], 1,
      "the real doctor --cluster would end with exit 1: podman:nosuch: Error: no container"),
     (["sync", "--dry-run", "--node", "podman:nosuch"], 1, "the real sync would end with exit 1: podman:nosuch"),
     (["run", "--launcher", "command", "--dry-run", "--", "nvidia-smi"], 2,
      "the real run would end with exit 2: launcher command execs 'nvidia-smi', but node-0's image has no nvidia-smi"),
-], ids=["up-image", "doctor-node", "sync-node", "command-program"])
+], ids=["doctor-node", "sync-node", "command-program"])
 def test_a_dry_run_that_found_the_real_refusal_ends_with_its_exit(proj, capsys, monkeypatch, argv, code, said):
     _fake_podman(proj, monkeypatch)
     if "nvidia-smi" in argv:  # the nodes up and idle: node 0's image is asked for the program

@@ -147,10 +147,10 @@ def up_command(
                                 if left_running else [])))
     elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
-    # a dry run (the real up refused above): an image not built here and a run in progress are certain, the real
-    # exit (walk18a A5: the image's refusal was a note, exit 0)
+    # a dry run (the real up refused above): a run in progress is certain, the real exit; an image not built yet is
+    # a step not taken yet, as nothing up is for the other verbs: a note, exit 0
     if absent:
-        plan = replace(plan, notes=(*plan.notes, foretold("up", 3, absent)))
+        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
     if busy:
         plan = replace(plan, notes=(*plan.notes, foretold("up", 3, busy)))
     if dry_run:

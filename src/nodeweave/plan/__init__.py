@@ -83,8 +83,7 @@ class Foretold(str):
     """A dry run's note of a refusal certain from what the dry run read (the spec, this machine's files and image
     store, a node the engine or node 0 answered for): the dry run shows its plan, then ends with the real verb's
     exit code, so a script's ``VERB --dry-run && VERB`` gate stops where the real verb would (walk17a A8-A10;
-    walk18a A5, A7, A17: up's image not built here, a --node the engine does not know, a program node 0's image
-    lacks). What only nodes that are up would tell, and nothing is up (or the tool missing, the cluster not
+    walk18a A7, A17: a --node the engine does not know, a program node 0's image lacks). What only nodes that are up would tell, and nothing is up (or the tool missing, the cluster not
     reached), stays a plain note, exit 0 (``clusteropts.would_fail``)."""
 
     exit_code = 1
