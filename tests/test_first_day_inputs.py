@@ -213,5 +213,5 @@ def test_row_55_a_bench_that_measured_nothing_writes_no_results_file(project):
 def test_row_58_a_dry_run_after_the_dashes_is_named_before_anything_runs(project, capsys):
     code, _, err = call(capsys, "run", "--", "train.py", "--lr", "1e-3", "--dry-run")
     first = err.splitlines()[0]
-    assert "warning: --dry-run comes after `--`" in first and "this is not a dry run" in first, err
+    assert code == 2 and "error: --dry-run comes after `--`" in first and "nothing is started" in first, err
     assert "nodeweave run --dry-run -- train.py --lr 1e-3" in first

@@ -324,5 +324,5 @@ def test_sync_dry_run_notes_a_container_that_is_not_there(tmp_path, monkeypatch,
     (work / "train.py").write_text("print(1)\n")
     monkeypatch.chdir(work)
     code, out, err = run_cli(capsys, "sync", ".", "/workspace", "--node", f"{engine}:trainer-0", "--dry-run")
-    assert code == 0, err
+    assert code == 1, err  # the one dry-run rule (walk18a A5, A7): a refusal the dry run found ends it with the real exit
     assert "the real sync would end with exit 1" in out + err and said in out + err, out + err

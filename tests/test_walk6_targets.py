@@ -127,7 +127,7 @@ def test_every_plan_listing_nodes_names_the_spare(team, capsys, argv):
     (team / "checkpoints").mkdir(mode=0o777)
     (team / "checkpoints").chmod(0o777)
     code, out, err = run_cli(capsys, *argv)
-    assert code == 0, err
+    assert code == 0 or "is not built here" in out, err  # up's exit 3 where the image is not built (walk18a A5)
     naming = [line for line in out.splitlines() if line.startswith(("# node-2 (", "# start node 2", "# then wait"))]
     assert naming and all(SPARE_ROLE in line for line in naming), out
     training = [line for line in out.splitlines() if line.startswith("# node-0") or line.startswith("# node-1")]

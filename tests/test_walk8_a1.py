@@ -206,7 +206,7 @@ def test_doctor_cluster_dry_run_names_an_absent_container(capsys, team, tmp_path
     (bin_dir / "podman").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     code, out, err = run_cli(capsys, "doctor", "--dry-run", "--cluster", "--node", "podman:trainer-1")
-    assert code == 0
+    assert code == 1  # the one dry-run rule (walk18a A5, A7): a refusal the dry run found ends it with the real exit
     said = [line for line in out.splitlines() if line.startswith("#")]
     assert "the real doctor --cluster would end with exit 1: podman:trainer-1:" in said[0], out
     assert "no such container" in said[0]

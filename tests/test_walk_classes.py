@@ -319,7 +319,7 @@ def test_flags_for_the_chosen_target_are_still_taken(capsys, tmp_path, monkeypat
                              "--ssh-option", "Port=22", "--engine", "podman", "--dry-run")
     assert code == 0, err
     code, out, err = run_cli(capsys, "up", "--target", "local", "--engine", "podman", "--dry-run")
-    assert code == 0, err
+    assert code == 0 or "is not built here" in out, err  # exit 3 where the image is not built (walk18a A5)
 
 
 # -- `~` the shell left in a path option ---------------------------------------------------------------------
@@ -412,7 +412,7 @@ def test_every_dry_run_with_nothing_up_exits_0_and_says_what_the_real_verb_would
     tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
     tail += ["--cluster"] if words[0] == "doctor" else []  # doctor reaches the nodes with --cluster only (walk13 A8)
     code, out, err = run_cli(capsys, *words, "--dry-run", *tail)
-    assert code == 0, (out, err)
+    assert code == 0 or (words[0] == "up" and "is not built here" in out), (out, err)  # up: its image (walk18a A5)
     if words[0] != "up":
         assert "the real " in out or "nothing to take down" in out, out
     assert not (tmp_path / ".nodeweave" / "j" / "compose.yaml").exists()  # a dry run writes nothing

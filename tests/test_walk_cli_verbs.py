@@ -246,13 +246,13 @@ def test_a_dry_run_is_refused_where_its_real_run_is(capsys, project, argv):
     assert not (project / "sub").exists() and not (project / "images" / "images").exists()
 
 
-def test_a_sync_dry_run_to_a_target_that_would_fail_notes_it_and_exits_0(capsys, project, tmp_path, monkeypatch):
+def test_a_sync_dry_run_to_a_target_that_would_fail_notes_it_and_ends_with_its_exit(capsys, project, tmp_path, monkeypatch):
     folder = tmp_path / "bin"
     stand_in(folder, "podman", 'echo "Error: no container with name or ID \\"foo\\" found: no such container" >&2; '
                                'exit 125')
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     code, out, err = run_cli(capsys, "sync", ".", "/workspace", "--node", "podman:foo", "--dry-run")
-    assert code == 0, (out, err)
+    assert code == 1, (out, err)  # the one dry-run rule (walk18a A5, A7): a refusal the dry run found ends it with the real exit
     assert "# the real sync would end with exit 1: podman:foo: podman has no container named foo" in out, (out, err)
 
 

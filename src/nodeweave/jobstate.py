@@ -236,24 +236,42 @@ def refuse_while_changing(spec_dir: Path, job: str, verb: str) -> None:
     """Exit 3 naming the holder while an ``up`` or ``down`` of another process changes job ``job``: a verb that
     uses the nodes would land in containers being removed or recreated (walk17a A31: a run recorded podman's
     "container state improper" as each node's exit). Only asks: opens no file for writing, creates nothing."""
-    import fcntl
-
     from nodeweave.errors import EnvironmentProblem
+
+    changing, pid = _changing(spec_dir, job)
+    if changing:
+        consequence = ("`nodeweave down` now would race it: what it took down, the other could be making or "
+                       "have still to make" if verb == "down" else
+                       f"`nodeweave {verb}` now would land in nodes being removed or recreated")
+        raise EnvironmentProblem(f"{changing}: {consequence}; wait for it to end (`nodeweave status` then shows the "
+                                 f"nodes), or Ctrl-C it{f' (`kill {pid}`)' if pid else ''}; nothing was started or "
+                                 "recorded")
+
+
+def changing_line(spec_dir: Path, job: str) -> str:
+    """"`nodeweave up` (pid N, since ...) is changing job JOB's nodes from this folder (... is locked)" while another
+    process holds job ``job``'s lock, else "": what every verb but the readers is refused with, and ``status``
+    notes. Only asks: opens no file for writing, creates nothing."""
+    return _changing(spec_dir, job)[0]
+
+
+def _changing(spec_dir: Path, job: str) -> "tuple[str, str]":
+    """(:func:`changing_line`, the holder's pid or "")."""
+    import fcntl
 
     state = JobState(spec_dir, job)
     path = state.folder / BUSY_FILE
     if path in _HELD or path.is_symlink() or not path.is_file():
-        return
+        return "", ""
     try:
         handle = open(path, "r", encoding="utf-8")
     except OSError:
-        return
+        return "", ""
     try:
         fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
         words = _holder(handle)
-        raise EnvironmentProblem(
-            f"{_who(words)} is changing job {job}'s nodes from this folder ({state.shown(path)} is locked): "
-            f"`nodeweave {verb}` now would land in nodes being removed or recreated; wait for it to end "
-            f"(`nodeweave status` then shows the nodes); nothing was started or recorded")
+        return (f"{_who(words)} is changing job {job}'s nodes from this folder ({state.shown(path)} is locked)",
+                words[0] if words and words[0].isdigit() else "")
     handle.close()
+    return "", ""

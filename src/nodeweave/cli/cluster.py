@@ -92,6 +92,9 @@ def up_command(
     busy, live = up_over(backend)  # a run in progress: up would recreate the nodes under it (walk10 C8)
     live = live if backend.recreates_nodes else []
     unchanged = bool(live) and not force_recreate and backend.up_unchanged(live, mode, image)
+    # the run's guard is for an up that recreates the nodes: one that recreates nothing kills nothing (walk18a A3)
+    left_running = busy if unchanged else None
+    busy = None if unchanged else busy
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
         from nodeweave.errors import EnvironmentProblem
@@ -139,7 +142,9 @@ def up_command(
         from nodeweave.plan import CommandsPhase, FilesPhase
 
         plan = replace(plan, phases=tuple(p for p in plan.phases if not isinstance(p, (FilesPhase, CommandsPhase))),
-                       notes=(*plan.notes, unchanged_line(backend, live)))
+                       notes=(*plan.notes, unchanged_line(backend, live),
+                              *([f"{_runs_said(left_running)}: nothing recreated, so it goes on"]
+                                if left_running else [])))
     elif live:  # what recreating the nodes up now loses, said before it is done (walk12c C7)
         plan = replace(plan, notes=(*plan.notes, f"warning: {recreate_note(backend, live, force_recreate)}"))
     # a dry run (the real up refused above): a run in progress is certain, the real exit; an image not built yet is
@@ -162,6 +167,13 @@ def up_command(
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
     _say_metrics(backend, out, training=mode == "run")
+
+
+def _runs_said(busy: str) -> str:
+    """The runs in progress of ``busy_line``'s refusal of ``up``, without its consequence."""
+    from nodeweave.cluster.onbackend import BUSY_CONSEQUENCE
+
+    return busy.split(f": {BUSY_CONSEQUENCE['up']}")[0]
 
 
 def _say_metrics(backend, out, training: bool) -> None:
@@ -243,6 +255,11 @@ def down_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
                                     extra={"--delete-claims": (delete_claims, ("kubernetes",))},
                                     judge_backend=lambda backend: backend.judge_tree())
+    from nodeweave.jobstate import refuse_while_changing
+
+    # an up of another process holding the job's lock: its nodes are not made yet, so "nothing to take down" would
+    # be said while the job comes up (walk18a A14); refused as every verb that uses the nodes is, its dry run too
+    refuse_while_changing(backend.spec_dir, spec.name, "down")
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     idle = backend.nothing_up_line()  # after a rename, only the old name's half then (walk15 A16)
@@ -323,6 +340,9 @@ def status_command(
     from nodeweave.cluster.onbackend import count_changed, spec_changed
 
     spec, backend, _ = open_cluster(spec_path, reach)
+    from nodeweave.jobstate import changing_line
+
+    changing = changing_line(backend.spec_dir, spec.name)  # what is shown is the nodes mid-change (walk18a A14)
     every = live_nodes(backend, "fingerprint") if fingerprints else backend.nodes()
     made, changed = backend.made_count(), count_changed(backend) or spec_changed(backend)
     if made is not None and made < len(every):  # a node the spec added since up is not made, not "down" (walk15 A18)
@@ -341,6 +361,7 @@ def status_command(
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
     data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
+            **({"changing": changing} if changing else {}),
             **({"renamed": renamed} if renamed else {}), **({"spec_changed": changed} if changed else {})}
     fmt = data_format(as_json, output)
     unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
@@ -358,6 +379,9 @@ def status_command(
         tell(f"note: {line}")
     if changed and any(r["up"] for r in rows):  # what the nodes do not see, as run and exec say it: nothing failed
         tell(f"note: {changed}")
+    if changing and answering:  # none answering: the error below says it
+        tell(f"note: {changing}: the nodes shown are as they stand mid-change, not what it will leave; `nodeweave "
+             "status` again once it ends")
     if answering and fmt != "name":  # -o name is the names alone, quiet on stderr as kubectl's (walk18a A22)
         _say_metrics(backend, console(stderr=True), training=any(r["run"] or r["mode"] == "run" for r in rows
                                                                   if r["up"]))
@@ -374,6 +398,8 @@ def status_command(
             raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
         from nodeweave.cluster.onbackend import runs_kept
 
+        if changing:  # not up yet, or no longer: the change decides, not "not up"
+            raise EnvironmentProblem(f"{changing}: no node answers yet ({said}); `nodeweave status` again once it ends")
         raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}{runs_kept(backend, 'status')}; "
                                  f"{start_hint('status', spec, backend.holds)}"  # the words of every verb that needs the job up
                                  + (f"; and {unreached}" if unreached else ""))

@@ -263,9 +263,8 @@ def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOpti
         if dry_run:
             from nodeweave.cli.habits.clusteropts import would_fail
 
-            met = would_fail(backend, picked, "ask")  # "no node to ask for its fingerprint", as the real one says
-            return [*found, *picked], [*absent, *(line.replace("the real ask ", "the real doctor --cluster ")
-                                                  for line in met)]
+            met = would_fail(backend, picked, "ask", "doctor --cluster")  # "no node to ask for its fingerprint"
+            return [*found, *picked], [*absent, *met]
         require_up(backend, picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
         found += picked
     return (found, absent) if dry_run else found
@@ -273,8 +272,11 @@ def _asked_through(node: "list[str]", dry_run: bool = False, reach: "ClusterOpti
 
 def _unreachable_addresses(targets) -> "list[str]":
     """A dry run's first line for each KIND:NAME that is not there (no such container, pod or host), as sync's dry
-    run says it (walk8 A4): one harmless ``true`` through the target, the way the real doctor reaches it."""
+    run says it (walk8 A4): one harmless ``true`` through the target, the way the real doctor reaches it; each ends
+    the dry run with the real exit, 1 (walk18a A7)."""
     import subprocess
+
+    from nodeweave.plan import foretold
 
     lines = []
     for target in targets:
@@ -282,15 +284,15 @@ def _unreachable_addresses(targets) -> "list[str]":
             out = subprocess.run(target.exec_argv(["true"], stdin=False), capture_output=True, text=True, timeout=30,
                                  stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: no answer within 30s")
+            lines.append(foretold("doctor --cluster", 1, f"{target.label}: no answer within 30s"))
             continue
         except OSError as err:
-            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: cannot run "
-                         f"{target.tool or 'its tool'}: {err.strerror}")
+            lines.append(foretold("doctor --cluster", 1, f"{target.label}: cannot run "
+                                  f"{target.tool or 'its tool'}: {err.strerror}"))
             continue
         if out.returncode != 0 and target.unreachable(out.returncode, out.stderr):
             said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
-            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: {said}")
+            lines.append(foretold("doctor --cluster", 1, f"{target.label}: {said}"))
     return lines
 
 

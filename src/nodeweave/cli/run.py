@@ -162,7 +162,9 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
         refuse_busy(backend, nodes, "run")  # before a run folder is made (walk10 C1: each node refused it)
-    lacking = profiler_lacking(profile, spec, backend, nodes, extra) if profile is not None else ""
+    lacking = (profiler_lacking(profile, spec, backend, nodes, extra) if profile is not None else "") or (
+        "" if bare_program_note(spec, spec_path, command, launcher or spec.launcher.type)  # a workspace file: its line
+        else program_lacking(command, launcher or spec.launcher.type, spec, nodes, extra))
     if lacking and not dry_run:
         raise UsageError(f"{lacking}; nothing was started")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
@@ -341,21 +343,8 @@ def profiler_lacking(profile: str, spec, backend, nodes, env=None) -> str:
     exit 127 after the nodes started (walk15 A34); "" where the vendors agree, launcher.setup may put it on PATH (as
     the node's own rule lets it), or node 0 does not answer (not up: the note says what the image lacks). Node 0 is
     asked with the PATH the run gives its ranks (``-e PATH=...``, the spec's env), as its start looks it up."""
-    import shlex
-    import subprocess
-
-    if not nodes or spec.launcher.setup or not profiler_note(profile, backend.image_variant, backend.target):
-        return ""
-    probe = f"command -v {profile} >/dev/null 2>&1 && echo nodeweave-has || echo nodeweave-lacks"
-    path = (env or {}).get("PATH") or spec.env.get("PATH")
-    if path:
-        probe = f"PATH={shlex.quote(path)}; {probe}"
-    try:
-        asked = subprocess.run(nodes[0].exec_argv(["sh", "-c", probe]), capture_output=True, text=True, timeout=30,
-                               stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    if "nodeweave-lacks" not in asked.stdout.split():
+    if not profiler_note(profile, backend.image_variant, backend.target) or not _node0_lacks(profile, spec, nodes,
+                                                                                           env):
         return ""
     from nodeweave.catalogue import VARIANTS
 
@@ -367,6 +356,41 @@ def profiler_lacking(profile: str, spec, backend, nodes, env=None) -> str:
             f"without --profile, nodes on a variant built for {wanted} ({fits}), or "
             + ("`nodeweave up --image REF` with an image that holds it (the local target runs the cpu variant "
                "whatever the spec builds)" if backend.target == "local" else "an image that holds it"))
+
+
+def program_lacking(command: List[str], launcher: str, spec, nodes, env=None) -> str:
+    """Why ``--launcher command`` is refused before any node starts: node 0, asked as ``--profile``'s program is
+    (``_node0_lacks``), has no ``command[0]`` on PATH, so every node would exec nothing and end with exit 127 once
+    started (walk18a A17: the dry run asked the image for nsys and a workspace script, not for ``nvidia-smi``); "" for
+    a path, another launcher, or node 0 not answering (not up: the run is refused for that)."""
+    import shlex
+
+    if launcher != "command" or not command or "/" in command[0] or not _node0_lacks(command[0], spec, nodes, env):
+        return ""
+    return (f"launcher command execs {command[0]!r}, but {nodes[0].name}'s image has no {command[0]} on PATH: every "
+            f"node would exit 127 (command not found); accepted: a program the image holds (`nodeweave exec --node 0 "
+            f"-- sh -c {shlex.quote('command -v ' + command[0])}` asks), its absolute path in the image, or nodes on an "
+            "image that holds it (`nodeweave up --image REF`)")
+
+
+def _node0_lacks(program: str, spec, nodes, env=None) -> bool:
+    """Whether node 0, asked, has no ``program`` on the PATH the run gives its ranks (``-e PATH=...``, the spec's
+    env), as its start looks it up; False where launcher.setup may put it there or node 0 does not answer."""
+    import shlex
+    import subprocess
+
+    if not nodes or spec.launcher.setup:
+        return False
+    probe = f"command -v {shlex.quote(program)} >/dev/null 2>&1 && echo nodeweave-has || echo nodeweave-lacks"
+    path = (env or {}).get("PATH") or spec.env.get("PATH")
+    if path:
+        probe = f"PATH={shlex.quote(path)}; {probe}"
+    try:
+        asked = subprocess.run(nodes[0].exec_argv(["sh", "-c", probe]), capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "nodeweave-lacks" in asked.stdout.split()
 
 
 def recovery_shape_note(spec, count: Optional[int], node: List[str], everyone=None) -> str:

@@ -55,7 +55,7 @@ __all__ = ["KINDS", "PHASES", "AllocatePhase", "Builds", "BuildPhase", "CheckPha
            "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RemoveFilesPhase", "RenderedFile",
            "RenderFilesPhase", "RunPhase", "RunsPoints", "ShellPhase", "StagePhase", "StopPhase", "SweepPhase",
            "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "SCRATCH", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
-           "step_text", "Plan", "plan_lines"]
+           "step_text", "Plan", "plan_lines", "Foretold", "foretold"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,23 @@ class Plan:
     def of_kind(self, kind: type) -> List[Phase]:
         """The phases of one kind (its class)."""
         return [p for p in self.phases if isinstance(p, kind)]
+
+
+class Foretold(str):
+    """A dry run's note of a refusal certain from what the dry run read (the spec, this machine's files and image
+    store, a node the engine or node 0 answered for): the dry run shows its plan, then ends with the real verb's
+    exit code, so a script's ``VERB --dry-run && VERB`` gate stops where the real verb would (walk17a A8-A10;
+    walk18a A7, A17: a --node the engine does not know, a program node 0's image lacks). What only nodes that are up would tell, and nothing is up (or the tool missing, the cluster not
+    reached), stays a plain note, exit 0 (``clusteropts.would_fail``)."""
+
+    exit_code = 1
+
+
+def foretold(verb: str, code: int, line: str) -> Foretold:
+    """``the real VERB would end with exit CODE: LINE``, ending its dry run with ``code``."""
+    note = Foretold(f"the real {verb} would end with exit {code}: {line}")
+    note.exit_code = code
+    return note
 
 
 def plan_lines(plan: Plan) -> List[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from nodeweave import remote
 from nodeweave.cluster.base import NothingToSend  # noqa: F401  (sync's outcome; a backend says it too: Slurm)
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.plan import foretold
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
 from nodeweave.specpath import host_folder, is_stream, spec_folder
@@ -187,7 +188,7 @@ def _named_targets(args: TargetArgs, spec, dry_run: bool) -> "tuple[list, tuple]
     # a dry run notes a named node this machine can tell is not there (a local engine's container; walk12 A20), as
     # it notes a compose project with no container
     missing = [f"{target.label}: {why}" for target in found for why in [target.absent() if dry_run else ""] if why]
-    return found, ((f"the real sync would end with exit 1: {'; '.join(missing)}",) if missing else ())
+    return found, ((foretold("sync", 1, "; ".join(missing)),) if missing else ())  # certain: the engine said so
 
 
 def _not_mounting(found: list, src: Path, dest: str) -> "tuple[list, list[str]]":

@@ -269,20 +269,11 @@ def say(out):
     return lambda line: out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-class Foretold(str):
-    """A dry run's note of a refusal certain from what the dry run read (the spec, this machine's files and store,
-    nodes that are up and answered): the dry run shows its plan, then ends with the real verb's exit code, so a
-    script's ``VERB --dry-run && VERB`` gate stops where the real verb would (walk17a A8-A10). What only nodes
-    that are up would tell, and nothing is up, stays a plain note, exit 0 (``would_fail``)."""
+def foretold(verb: str, code: int, line: str):
+    """:func:`nodeweave.plan.foretold`, imported when a verb says one (the plan's modules stay off start-up)."""
+    from nodeweave.plan import foretold as said
 
-    exit_code = 1
-
-
-def foretold(verb: str, code: int, line: str) -> Foretold:
-    """``the real VERB would end with exit CODE: LINE``, ending its dry run with ``code``."""
-    note = Foretold(f"the real {verb} would end with exit {code}: {line}")
-    note.exit_code = code
-    return note
+    return said(verb, code, line)
 
 
 def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: int = 0, if_up=()) -> None:
@@ -296,7 +287,7 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "", ends: in
     from dataclasses import replace
 
     from nodeweave.cli.habits.output import emit
-    from nodeweave.plan import plan_lines
+    from nodeweave.plan import Foretold, plan_lines
 
     failing = would_fail(backend, nodes, verb) if backend is not None else []
     if backend is not None:
@@ -328,17 +319,19 @@ def first_refusal(backend):
     return EnvironmentProblem(unreached) if unreached else None
 
 
-def would_fail(backend, nodes, verb: str) -> "list[str]":
-    """What the real ``verb`` would refuse with (exit 3), asking only what a dry run may read; empty: nothing."""
+def would_fail(backend, nodes, verb: str, said_as: str = "") -> "list[str]":
+    """What the real ``verb`` would refuse with, asking only what a dry run may read, as :class:`Foretold` notes
+    (``said_as``: the verb as the note names it, where ``verb`` is the refusal's word); empty: nothing."""
     from nodeweave.cluster.onbackend import down_line
     from nodeweave.errors import EnvironmentProblem, NodeweaveError
 
+    named = said_as or verb
     refused = first_refusal(backend)
-    if refused is not None:
-        return [f"the real {verb} would end with exit 3: {refused}"]
+    if refused is not None:  # no engine, kubectl or ssh here, or the platform unreachable: a step not taken yet
+        return [f"the real {named} would end with exit 3: {refused}"]
     stood_in = backend.nodes_refused  # the dry run's placeholders stand where the real nodes() refuses: its line
     if stood_in is not None:
-        return [f"the real {verb} would end with exit {getattr(stood_in, 'exit_code', 1)}: {stood_in}"]
+        return [f"the real {named} would end with exit {getattr(stood_in, 'exit_code', 1)}: {stood_in}"]
     if not nodes:
         return []
     try:
@@ -348,8 +341,8 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
     except NodeweaveError as err:  # it answered with an error (a scheduler with no controller): a note, no verdict
         return [f"whether the nodes are up could not be asked: {err}"]
     if line:  # a note where nothing is up; certain where some of the nodes are up and others not (walk17a A10)
-        return [foretold(verb, 3, line) if _some_up(backend, nodes)
-                else f"the real {verb} would end with exit 3: {line}"]
+        return [foretold(named, 3, line) if _some_up(backend, nodes)
+                else f"the real {named} would end with exit 3: {line}"]
     if backend.unanswered:
         return [f"whether the nodes are up could not be asked: {backend.unanswered}"]
     return _busy(backend, nodes, verb)

@@ -32,8 +32,10 @@ PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 # What each verb's hints show after `--`: a command that verb is for.
 EXAMPLES = {"run": "train.py --lr 1e-3", "exec": "nvidia-smi -L"}
-# nodeweave's own flags a user may append out of habit; after `--` they are the command's, and the
-# run is real (`run -- train.py --dry-run` starts training), so each is named on stderr first.
+# nodeweave's own flags whose whole point is to do nothing, appended out of habit: after `--` they are the command's
+# and the run would be real (walk18a A12: `run -- train.py --dry-run` was warned about, then started on every node),
+# so each is refused with the command that has it before `--` (the command's own flag of that name goes in a shell's
+# quoted words: `--launcher command -- sh -c '... --dry-run'`). Other options of ours there are warned about only.
 HABIT_FLAGS = ("--dry-run",)
 
 
@@ -58,8 +60,10 @@ class CommandAfterDashes(NodeweaveCommand):
 
                 habit = option_hint(self, option, before)  # -f FILE: --spec FILE (walk9 A10)
                 hint = habit or (f" (did you mean {', '.join(close)}?)" if close else "")
+                owner = "" if habit or close else other_verbs_option(ctx, option, before)
                 close = close or ([habit] if habit else [])
-                where = ("" if close and "--" in args else  # a typo of ours, and `--` was used: the typo is all
+                where = (owner if owner else
+                         "" if close and "--" in args else  # a typo of ours, and `--` was used: the typo is all
                          f"; the command and its own options go after `--`: {verb} [OPTIONS] -- {example}")
                 raise UsageError(f"{option!r} is not an option of `{verb}`{hint}{where}") from None
             raise
@@ -79,10 +83,15 @@ class CommandAfterDashes(NodeweaveCommand):
                              f"never means a default: {verb} [OPTIONS] -- {example}")
         for flag in HABIT_FLAGS:
             if flag in after and flag not in before:
-                typer.echo(f"nodeweave: warning: {flag} comes after `--`, so it goes to the command "
-                           f"({' '.join(after[:after.index(flag) + 1])}), not to nodeweave: this is not a dry run; "
-                           f"for one, put it before `--`: {verb} {flag} -- {' '.join(w for w in after if w != flag)}",
-                           err=True)
+                raise UsageError(f"{flag} comes after `--`, where it would go to the command "
+                                 f"({' '.join(after[:after.index(flag) + 1])}), not to nodeweave, and the real "
+                                 f"{ctx.info_name} would start: nothing is started; for nodeweave's {flag}, put it "
+                                 f"before `--`: {verb} {' '.join([*before, flag])} -- "
+                                 f"{' '.join(w for w in after if w != flag)}" + (
+                                     f" (a script's own {flag}: read it from a variable, -e NAME=1)"
+                                     if ctx.info_name == "run" else
+                                     f" (the command's own {flag}: in a shell's quoted words, {verb} -- sh -c "
+                                     f"'{' '.join(after)}')"))
         trailing = self.trailing_options(ctx, after)
         if trailing and not set(trailing) & set(HABIT_FLAGS):
             kept, replaced = self.without_once_options(ctx, before, trailing)
@@ -162,6 +171,44 @@ class CommandAfterDashes(NodeweaveCommand):
             if ok and words:
                 return words
         return []
+
+
+def other_verbs_option(ctx, option: str, before: List[str]) -> str:
+    """"; OPTION is `nodeweave VERB`'s option: ..." where ``option`` (not this verb's) is another verb's, so it is
+    not sent after `--` to the command (walk18a A21: `run --threshold 10`, check's option, was told to go after
+    `--`, where train.py would get it); "" where no verb has it. Every verb is loaded: this is an error's path."""
+    from nodeweave.cli.habits.lazy import every_command
+
+    name = option.partition("=")[0]
+    root = ctx.find_root().command
+    if not hasattr(root, "verbs"):
+        return ""
+    owners = []
+    for verb, command in every_command(root).items():
+        for sub, leaf in ([(f"{verb} {n}", c) for n, c in command.commands.items()] if hasattr(command, "commands")
+                          else [(verb, command)]):
+            if sub != ctx.info_name and any(name in getattr(p, "opts", ()) for p in leaf.params):
+                owners.append(sub)
+    if not owners:
+        return ""
+    value = _value_after(before, option)
+    typed = f"{name}{' ' + value if value else ''}"
+    if ctx.info_name == "run" and "check" in owners:  # the verb `run --check` runs, with its defaults (README)
+        return (f"; it is `nodeweave check`'s option, and `run --check` runs check with its defaults: "
+                f"`nodeweave check {typed}` first, then `nodeweave run`")
+    return f"; it is an option of {' and '.join(f'`nodeweave {o}`' for o in owners)} (nodeweave {owners[0]} {typed})"
+
+
+def _value_after(words: List[str], option: str) -> str:
+    """The value typed with ``option`` (``--a 1`` or ``--a=1``), or ""."""
+    name, sep, value = option.partition("=")
+    if sep:
+        return value
+    if option in words:
+        index = words.index(option)
+        if index + 1 < len(words) and not words[index + 1].startswith("-"):
+            return words[index + 1]
+    return ""
 
 
 def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run",
