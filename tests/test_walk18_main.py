@@ -26,3 +26,21 @@ def test_under_recovery_the_schedulers_count_is_judged_by_recovery_alone(tmp_pat
             assert done.returncode == 3 and len(errors) == 1, (platform, spares, errors)
             assert errors[0].startswith("node count sources disagree") and "remove one" not in errors[0], errors
             assert "more in the plan's Errors" not in done.stderr, done.stderr
+
+
+def test_a_zipapp_of_another_build_is_said_as_another_build_not_as_an_edit(tmp_path):
+    """A merge of two branches that each re-rendered the entrypoint's zipapp met fix21f's warning "edited since the
+    last render ... a change belongs in the spec": nobody types a zipapp, and nothing in the spec makes it; it is
+    another nodeweave's build, said as that, and still kept beside."""
+    (tmp_path / "nodeweave.yaml").write_text("name: zipmerge\nimage: {variant: cpu}\nnodes: 2\n"
+                                             "launcher: {script: train.py}\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    env = {**cli_run.CLEAN, "HOME": cli_run.home_beside(tmp_path)}
+    assert cli_run.nodeweave("render", "all", cwd=str(tmp_path), env=env).returncode == 0
+    zipapp = tmp_path / "entrypoint" / "nodeweave-entrypoint.pyz"
+    zipapp.write_bytes(zipapp.read_bytes() + b"\0")  # another build's bytes
+    done = cli_run.nodeweave("render", "all", cwd=str(tmp_path), env=env)
+    assert done.returncode == 0, done.stderr
+    (said,) = [line for line in done.stderr.splitlines() if "warning:" in line]
+    assert "is not the build the last render wrote" in said and "belongs in the spec" not in said, said
+    assert (tmp_path / ".nodeweave" / "_edited" / "entrypoint" / "nodeweave-entrypoint.pyz").is_file()

@@ -516,10 +516,14 @@ def _note_edited(files_phase, out_dir: Path, planned: bool) -> None:
 
     for path in files_phase.edited:
         verb = "would be replaced" if planned else "replaced"
+        kept = f"{'would be' if planned else 'is'} kept as {out_dir / EDITED / path}"
+        if str(path).endswith(".pyz"):  # built from nodeweave's own source, never typed: another build of it
+            typer.echo(f"nodeweave: warning: {path} is not the build the last render wrote (another nodeweave's, "
+                       f"from a merge or a pull): {verb} by this nodeweave's build; the other {kept}", err=True)
+            continue
         typer.echo(f"nodeweave: warning: {path} was edited since the last render wrote it (its bytes are not the "
-                   f"ones {RECORD} records): {verb} by the spec's rendering; your version "
-                   f"{'would be' if planned else 'is'} kept as {out_dir / EDITED / path} (a change belongs in the "
-                   "spec)", err=True)
+                   f"ones {RECORD} records): {verb} by the spec's rendering; your version {kept} (a change belongs "
+                   "in the spec)", err=True)
 
 
 def _note_new_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:
