@@ -6,7 +6,6 @@ entrypoint's seconds variables and flags (``NODEWEAVE_STALL_WARN=10m``) and the 
 what another takes (fix20b, note18 "Left"). Stdlib only, Python 3.6: the entrypoint imports it on its start.
 """
 
-import re
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+"  # ASCII digits: \d takes '٣' (walk13 A22)
 _PART = r"(" + _NUMBER + r")([hms])"
@@ -20,6 +19,8 @@ DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h 
 def seconds(text):
     """``text`` as seconds (``300`` -> 300, ``5m`` -> 300, ``1h30m`` -> 5400, ``2.5`` -> 2.5), or None when it is
     neither a plain number nor a duration (white space at an end is stripped: a command line's option)."""
+    import re  # here, not at the top: the entrypoint's start-up path imports this module, and re costs ms
+
     text = str(text).strip()
     if re.match(r"(?:" + _NUMBER + r")\Z", text):
         return float(text)
@@ -35,6 +36,8 @@ def whole_seconds(text):
 
 
 def _duration(text):
+    import re
+
     if not text or not re.match(r"(?:" + _PART + r")+\Z", text):
         return None
     return float(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in re.findall(_PART, text)))

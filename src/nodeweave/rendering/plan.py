@@ -64,7 +64,8 @@ def write_rendered(phase: RenderFilesPhase) -> None:
             if item.status != "unchanged":
                 changes.append((target, item.content))
             if item.edited:  # the edit kept, out of the rendered tree and git's sight (.nodeweave/ is ignored)
-                changes.append((out / EDITED / item.path, target.read_bytes()))
+                kept = bounded.read_bytes(target, bounded.RENDERED_CAP, "a rendered file")
+                changes.append((out / EDITED / item.path, kept))
             recorded[item.path] = record.Entry(item.sha256, item.target, phase.job)
         elif phase.prune and item.status == "obsolete":
             changes.append((target, None))

@@ -269,8 +269,10 @@ class Live:
         rank 0 (the book's first member) carried, noted once (walk18b B8: the steps and their rate were unknown)."""
         if self.node_0_left_out() is None:
             return
-        members = (self.book() or {}).get("members") or []
-        head = members[0] if members else None
+        from ..recovery.book import Book
+
+        kept = self.book()
+        head = Book.from_json(kept).rendezvous() if isinstance(kept, dict) else None
         for peer in list(watch.hub.peers):
             step = getattr(peer, "step", None)
             if (peer.fp or {}).get("rank") == head and peer.done is None and step and step != self.carried:
