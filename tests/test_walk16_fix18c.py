@@ -153,4 +153,7 @@ def test_class3_a_target_flag_is_never_dropped_for_a_defaulted_positional(capsys
     if argv[2].startswith("ssh:"):
         assert code == EXIT_USAGE and "DEST is missing for ssh target(s) ssh:gpu01" in one_line(err), (out, err)
     else:
-        assert code == 0 and f"{argv[2] if argv[1] == '--node' else 'team'}" in out and "/workspace" in out, (out, err)
+        # a named container the engine says it lacks ends the dry run with the real sync's exit 1 (one dry-run rule)
+        missing = argv[1] == "--node" and "has no container named" in out
+        assert code == (1 if missing else 0) and f"{argv[2] if argv[1] == '--node' else 'team'}" in out \
+            and "/workspace" in out, (out, err)
