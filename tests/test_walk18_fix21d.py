@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cli_run import in_process as run_cli
 from team_folder import flat, proj_folder
+from test_walk17_fix19f import HOLDER  # a process holding job proj's lock as `up` does
 
 import pytest
 
@@ -38,13 +39,6 @@ def test_another_verbs_option_is_said_as_that_verbs_not_sent_after_the_dashes(pr
 
 
 # -- class 3: down, its dry run, and status while an up holds the job's lock ---------------------------------------
-HOLDER = """import sys, time
-from pathlib import Path
-from nodeweave.jobstate import hold_job
-hold_job(Path(sys.argv[1]), "proj", "up")
-print("held", flush=True)
-time.sleep(60)
-"""
 
 
 def test_down_and_status_while_up_changes_the_job_say_so(proj, capsys):
